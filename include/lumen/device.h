@@ -1,0 +1,32 @@
+// Where memory lives and kernels run. Backends own devices; nothing central switches on a device's
+// type except the backend registry.
+#pragma once
+
+#include <string>
+
+namespace lumen {
+
+enum class DeviceType { CPU, CUDA, Metal };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  bool is_host() const { return type == DeviceType::CPU; }
+  bool operator==(const Device &) const = default;
+  std::string to_string() const;
+};
+
+inline constexpr Device kHostDevice{};
+
+// An ordered queue of work on a device. Host backends run synchronously, so their stream is a
+// no-op; accelerator backends map it to their native stream.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Device device() const = 0;
+  // Blocks until all work queued so far has finished.
+  virtual void synchronize() = 0;
+};
+
+}  // namespace lumen

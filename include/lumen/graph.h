@@ -1,0 +1,134 @@
+// The graph IR: SSA values produced by nodes. The same classes serve the C++ builder API, the
+// ONNX importer and the optimization passes. A Graph owns its nodes and values; the raw pointers it
+// hands out stay valid until the node/value is removed or the Graph is destroyed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/attributes.h"
+#include "lumen/tensor.h"
+
+namespace lumen {
+
+class Graph;
+class Node;
+class Runtime;
+class Executable;
+
+class Value {
+ public:
+  const std::string &name() const { return name_; }
+  DType dtype() const { return dtype_; }
+  // Meaningful only when has_shape(): inference cannot run past inputs with unknown dims until
+  // run time. Dims may be kUnknownDim.
+  const Shape &shape() const { return shape_; }
+  bool has_shape() const { return has_shape_; }
+  Node *producer() const { return producer_; }  // nullptr for graph inputs and constants
+  const std::vector<Node *> &users() const { return users_; }
+  bool is_input() const { return is_input_; }
+  bool is_constant() const { return constant_.defined(); }
+  const Tensor &constant() const { return constant_; }
+
+ private:
+  friend class Graph;
+  std::string name_;
+  DType dtype_ = DType::Float32;
+  Shape shape_;
+  bool has_shape_ = false;
+  bool is_input_ = false;
+  Node *producer_ = nullptr;
+  std::vector<Node *> users_;  // one entry per use (a node using a value twice appears twice)
+  Tensor constant_;
+};
+
+class Node {
+ public:
+  const std::string &op() const { return op_; }
+  const std::string &name() const { return name_; }
+  const std::vector<Value *> &inputs() const { return inputs_; }  // nullptr: omitted optional
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  Value *input(size_t i) const { return inputs_.at(i); }
+  Value *output(size_t i = 0) const { return outputs_.at(i); }
+  const Attributes &attrs() const { return attrs_; }
+
+ private:
+  friend class Graph;
+  std::string op_;
+  std::string name_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  Attributes attrs_;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  // A deep copy (constants share their tensors' memory, which is never written).
+  Graph clone() const;
+
+  // --- Building -------------------------------------------------------------------------------
+  // A runtime input; dims may be kUnknownDim (checked against the real tensor at run time).
+  Value *add_input(const std::string &name, const Shape &shape, DType dtype = DType::Float32);
+  // A trainable-style weight initialised with N(0, 1) values from a seed derived from `name`, so
+  // the same graph always computes the same thing. Use add_constant for given values.
+  Value *add_weight(const std::string &name, const Shape &shape, DType dtype = DType::Float32);
+  Value *add_constant(const std::string &name, Tensor value);
+  // Adds a node and returns its single output. Types and shapes are inferred at once, so a wrong
+  // rank or shape is a lumen::Error here, naming the op, the node and the shapes.
+  Value *add_op(const std::string &op, const std::vector<Value *> &inputs,
+                const Attributes &attrs = {}, const std::string &name = "");
+  // The same for ops with several outputs; returns the node.
+  Node *add_node(const std::string &op, const std::vector<Value *> &inputs,
+                 const Attributes &attrs = {}, const std::string &name = "");
+  void mark_output(Value *value);
+
+  // --- Inspection -----------------------------------------------------------------------------
+  const std::vector<Value *> &inputs() const { return inputs_; }
+  const std::vector<Value *> &outputs() const { return outputs_; }
+  std::vector<Node *> nodes() const;  // in insertion order
+  size_t num_nodes() const { return nodes_.size(); }
+  Value *find_value(const std::string &name) const;  // nullptr when absent
+  // Nodes ordered so that producers come before users; throws lumen::Error on a cycle.
+  std::vector<Node *> topological_order() const;
+  // Checks structure and types: every input defined and owned by this graph, no cycles, unique
+  // value names, outputs produced, arity, and that stored types match inference. Throws
+  // lumen::Error describing the first problem.
+  void verify() const;
+  std::string to_string() const;  // one line per node, in topological order
+
+  // --- Rewriting (used by passes) -------------------------------------------------------------
+  void set_input(Node *node, size_t index, Value *value);
+  void replace_all_uses(Value *from, Value *to);  // graph outputs included
+  // Removes a node whose outputs have no users and are not graph outputs.
+  void remove_node(Node *node);
+  // Re-runs type inference over the whole graph (after rewrites).
+  void infer_types();
+
+  // --- Compilation ------------------------------------------------------------------------------
+  // Runs the optimization pipeline for `opt_level` (0: none, 1: basic, 2: all), then verifies.
+  void optimize(int opt_level = 2);
+  // Compiles a snapshot of this graph for `runtime`. The returned Executable is owned by the
+  // runtime and stays valid until runtime->release(it) or the Runtime is destroyed; later changes
+  // to this Graph do not affect it.
+  Executable *compile(Runtime *runtime) const;
+
+ private:
+  Value *new_value(const std::string &name);
+  std::string unique_name(const std::string &base);
+  void infer_node(Node *node);
+
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<Value *> inputs_;
+  std::vector<Value *> outputs_;
+  uint64_t next_id_ = 0;
+};
+
+}  // namespace lumen

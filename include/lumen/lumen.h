@@ -1,0 +1,96 @@
+// Lumen's public C++ API: Runtime, Graph, Executable, Tensor.
+//
+//   lumen::Runtime rt;
+//   lumen::Graph graph;
+//   auto *x = graph.add_input("input", {1, 10});
+//   auto *y = graph.add_op("matmul", {x, graph.add_weight("weight", {10, 5})});
+//   graph.mark_output(y);
+//   auto *exe = graph.compile(&rt);         // owned by rt
+//   auto outputs = exe->execute({rt.alloc({1, 10})});
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lumen/attributes.h"
+#include "lumen/dtype.h"
+#include "lumen/error.h"
+#include "lumen/graph.h"
+#include "lumen/ops.h"
+#include "lumen/shape.h"
+#include "lumen/tensor.h"
+
+namespace lumen {
+
+class ThreadPool;
+
+struct RuntimeOptions {
+  int num_threads = 0;  // 0: all cores
+  std::string backend;  // empty: each node goes to the preferred backend that supports it
+};
+
+// The execution context: thread pool, backend choice, and owner of compiled Executables.
+// Thread-safe; destroying it destroys the Executables it owns.
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  // A zero-filled host tensor.
+  Tensor alloc(const Shape &shape, DType dtype = DType::Float32) const;
+  const RuntimeOptions &options() const { return options_; }
+  int num_threads() const;
+  ThreadPool &thread_pool() const;
+
+  // Takes ownership of `executable` and returns it (what Graph::compile does).
+  Executable *adopt(std::unique_ptr<Executable> executable);
+  // Destroys an Executable this runtime owns; no execute() on it may be running.
+  void release(const Executable *executable);
+
+ private:
+  struct Impl;
+  RuntimeOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ValueInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;  // dims may be kUnknownDim
+};
+
+// Where and how one node runs.
+struct StepInfo {
+  std::string node;
+  std::string op;
+  std::string backend;
+};
+
+// A compiled graph. Immutable after compilation, so execute() may be called from several threads
+// at once; each call uses its own intermediate buffers.
+class Executable {
+ public:
+  struct Impl;
+  explicit Executable(std::unique_ptr<Impl> impl);
+  ~Executable();
+
+  // Inputs in the order of inputs(). Checks count, dtype and shape of each, naming the input and
+  // what was expected. Returns the outputs in the order of outputs().
+  std::vector<Tensor> execute(const std::vector<Tensor> &inputs) const;
+  // Inputs by name; every input must be given exactly once.
+  std::vector<Tensor> execute(const std::map<std::string, Tensor> &feeds) const;
+
+  const std::vector<ValueInfo> &inputs() const;
+  const std::vector<ValueInfo> &outputs() const;
+  const std::vector<StepInfo> &steps() const;
+  std::string summary() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lumen

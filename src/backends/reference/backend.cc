@@ -1,0 +1,17 @@
+// The reference backend: plain loops that are easy to check by reading. It is the ground truth the
+// tests compare every other backend against, and the fallback when no faster kernel exists.
+#include "core/backend.h"
+
+namespace lumen {
+namespace {
+
+class ReferenceBackend final : public HostBackend {
+ public:
+  std::string_view name() const override { return "reference"; }
+  int priority() const override { return 0; }
+};
+
+LUMEN_REGISTER_BACKEND(ReferenceBackend);
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,64 @@
+#include <algorithm>
+#include <mutex>
+
+#include "core/backend.h"
+
+namespace lumen {
+namespace {
+
+class HostStream final : public Stream {
+ public:
+  Device device() const override { return kHostDevice; }
+  void synchronize() override {}  // host kernels run synchronously
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Backend>> backends;
+};
+
+Registry &registry() {
+  static auto *r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+std::unique_ptr<Stream> HostBackend::new_stream() { return std::make_unique<HostStream>(); }
+
+void HostBackend::copy(Tensor &dst, const Tensor &src, Stream *) { dst.copy_from(src); }
+
+void register_backend(std::unique_ptr<Backend> backend) {
+  auto &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto &b : r.backends)
+    if (b->name() == backend->name()) fail("backend '", backend->name(), "' registered twice");
+  r.backends.push_back(std::move(backend));
+  std::stable_sort(r.backends.begin(), r.backends.end(),
+                   [](const auto &a, const auto &b) { return a->priority() > b->priority(); });
+}
+
+Backend *find_backend(std::string_view name) {
+  auto &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto &b : r.backends)
+    if (b->name() == name) return b.get();
+  return nullptr;
+}
+
+Backend &get_backend(std::string_view name) {
+  if (Backend *b = find_backend(name)) return *b;
+  std::string known;
+  for (Backend *b : backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
+  fail("unknown backend '", name, "' (available: ", known, ")");
+}
+
+std::vector<Backend *> backends() {
+  auto &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<Backend *> out;
+  for (const auto &b : r.backends) out.push_back(b.get());
+  return out;
+}
+
+}  // namespace lumen

@@ -1,0 +1,51 @@
+#include "lumen/dtype.h"
+
+#include <array>
+
+#include "lumen/error.h"
+
+namespace lumen {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;
+  size_t size;
+  bool floating;
+};
+
+constexpr std::array<DTypeInfo, 10> kDTypes{{
+    {DType::Float32, "float32", 4, true},
+    {DType::Float16, "float16", 2, true},
+    {DType::BFloat16, "bfloat16", 2, true},
+    {DType::Float64, "float64", 8, true},
+    {DType::Int8, "int8", 1, false},
+    {DType::Int16, "int16", 2, false},
+    {DType::Int32, "int32", 4, false},
+    {DType::Int64, "int64", 8, false},
+    {DType::UInt8, "uint8", 1, false},
+    {DType::Bool, "bool", 1, false},
+}};
+
+const DTypeInfo &info(DType dtype) {
+  auto index = static_cast<size_t>(dtype);
+  if (index >= kDTypes.size()) fail("invalid dtype value ", index);
+  return kDTypes[index];
+}
+
+}  // namespace
+
+size_t dtype_size(DType dtype) { return info(dtype).size; }
+std::string_view dtype_name(DType dtype) { return info(dtype).name; }
+bool is_floating(DType dtype) { return info(dtype).floating; }
+bool is_integral(DType dtype) { return !is_floating(dtype) && dtype != DType::Bool; }
+
+DType dtype_from_name(std::string_view name) {
+  for (const auto &entry : kDTypes)
+    if (entry.name == name) return entry.dtype;
+  fail("unknown dtype '", name,
+       "' (expected one of float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, "
+       "bool)");
+}
+
+}  // namespace lumen

@@ -1,0 +1,67 @@
+// Kernels: a function per (backend, op, dtype of input 0). They register themselves from their own
+// file with LUMEN_REGISTER_KERNEL; the backend only looks them up.
+//
+// Contract: inputs are contiguous tensors in the backend's memory, outputs are already allocated
+// (contiguous) with the shapes the op's inference gave. A kernel must not allocate outputs or
+// keep pointers to them after returning; it may use ctx.pool for parallel loops.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "lumen/attributes.h"
+#include "lumen/device.h"
+#include "lumen/error.h"
+
+namespace lumen {
+
+struct KernelContext {
+  std::vector<const Tensor *> inputs;  // nullptr for omitted optional inputs
+  std::vector<Tensor *> outputs;
+  const Attributes &attrs;
+  ThreadPool &pool;
+  Stream *stream = nullptr;
+  std::string_view op;
+  std::string_view node;
+
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  const Tensor &input(size_t i) const { return *inputs.at(i); }
+  Tensor &output(size_t i) const { return *outputs.at(i); }
+  template <class... Args>
+  [[noreturn]] void fail(const Args &...args) const {
+    ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);
+  }
+};
+
+using KernelFn = void (*)(KernelContext &);
+
+class KernelRegistry {
+ public:
+  void add(std::string op, const std::vector<DType> &dtypes, KernelFn fn);
+  KernelFn find(std::string_view op, DType dtype) const;  // nullptr when none
+  // Every (op, dtype) this registry has, sorted.
+  std::vector<std::pair<std::string, DType>> entries() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, DType>, KernelFn, std::less<>> kernels_;
+};
+
+// The kernel registry of the backend named `backend`, created on first use (static-init safe).
+KernelRegistry &kernel_registry(std::string_view backend);
+
+}  // namespace lumen
+
+// LUMEN_REGISTER_KERNEL("cpu", "relu", relu_kernel, DType::Float32, DType::Float64);
+#define LUMEN_REGISTER_KERNEL(backend, op, fn, ...)                                        \
+  static const bool LUMEN_KERNEL_CONCAT(lumen_kernel_registered_, __LINE__) = [] {       \
+    ::lumen::kernel_registry(backend).add(op, {__VA_ARGS__}, fn);                         \
+    return true;                                                                          \
+  }()
+#define LUMEN_KERNEL_CONCAT_INNER(a, b) a##b
+#define LUMEN_KERNEL_CONCAT(a, b) LUMEN_KERNEL_CONCAT_INNER(a, b)

@@ -1,0 +1,39 @@
+#include <map>
+#include <memory>
+
+#include "core/kernel.h"
+
+namespace lumen {
+
+void KernelRegistry::add(std::string op, const std::vector<DType> &dtypes, KernelFn fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (DType dtype : dtypes) {
+    auto [it, inserted] = kernels_.emplace(std::make_pair(op, dtype), fn);
+    if (!inserted) fail("kernel for op '", op, "' and dtype ", dtype_name(dtype), " registered twice");
+  }
+}
+
+KernelFn KernelRegistry::find(std::string_view op, DType dtype) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kernels_.find(std::make_pair(std::string(op), dtype));
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+std::vector<std::pair<std::string, DType>> KernelRegistry::entries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<std::string, DType>> out;
+  for (const auto &entry : kernels_) out.push_back(entry.first);
+  return out;
+}
+
+KernelRegistry &kernel_registry(std::string_view backend) {
+  static auto *registries = new std::map<std::string, std::unique_ptr<KernelRegistry>, std::less<>>;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = registries->find(backend);
+  if (it == registries->end())
+    it = registries->emplace(std::string(backend), std::make_unique<KernelRegistry>()).first;
+  return *it->second;
+}
+
+}  // namespace lumen

@@ -1,0 +1,360 @@
+#include "lumen/graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/op_schema.h"
+
+namespace lumen {
+
+Graph::Graph() = default;
+Graph::~Graph() = default;
+Graph::Graph(Graph &&) noexcept = default;
+Graph &Graph::operator=(Graph &&) noexcept = default;
+
+Value *Graph::new_value(const std::string &name) {
+  if (find_value(name)) fail("a value named '", name, "' already exists in the graph");
+  values_.push_back(std::make_unique<Value>());
+  values_.back()->name_ = name;
+  return values_.back().get();
+}
+
+std::string Graph::unique_name(const std::string &base) {
+  for (;;) {
+    std::string name = base + "_" + std::to_string(next_id_++);
+    if (!find_value(name)) return name;
+  }
+}
+
+Value *Graph::find_value(const std::string &name) const {
+  for (const auto &v : values_)
+    if (v->name_ == name) return v.get();
+  return nullptr;
+}
+
+Value *Graph::add_input(const std::string &name, const Shape &shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < kUnknownDim) fail("input '", name, "': invalid dimension ", d, " in ", shape.to_string());
+  Value *v = new_value(name);
+  v->dtype_ = dtype;
+  v->shape_ = shape;
+  v->has_shape_ = true;
+  v->is_input_ = true;
+  inputs_.push_back(v);
+  return v;
+}
+
+Value *Graph::add_weight(const std::string &name, const Shape &shape, DType dtype) {
+  if (dtype != DType::Float32) fail("add_weight '", name, "': only float32 weights can be generated");
+  return add_constant(name, Tensor::randn(shape, std::hash<std::string>{}(name)));
+}
+
+Value *Graph::add_constant(const std::string &name, Tensor value) {
+  if (!value.defined()) fail("add_constant '", name, "': the tensor is undefined");
+  Value *v = new_value(name);
+  v->dtype_ = value.dtype();
+  v->shape_ = value.shape();
+  v->has_shape_ = true;
+  v->constant_ = value.contiguous();
+  return v;
+}
+
+Node *Graph::add_node(const std::string &op, const std::vector<Value *> &inputs,
+                      const Attributes &attrs, const std::string &name) {
+  const OpSchema &schema = get_op(op);
+  const std::string node_name = name.empty() ? unique_name(op) : name;
+  for (Value *in : inputs) {
+    if (in && std::none_of(values_.begin(), values_.end(),
+                           [&](const auto &v) { return v.get() == in; }))
+      fail("op '", op, "' (node '", node_name, "'): an input value does not belong to this graph");
+  }
+  auto node = std::make_unique<Node>();
+  node->op_ = op;
+  node->name_ = node_name;
+  node->inputs_ = inputs;
+  node->attrs_ = attrs;
+  Node *n = node.get();
+  // Output names: the node's name for a single output, "name:i" for several.
+  std::vector<std::string> out_names;
+  for (int i = 0; i < schema.num_outputs; ++i)
+    out_names.push_back(schema.num_outputs == 1 ? node_name : node_name + ":" + std::to_string(i));
+  for (const auto &out_name : out_names)
+    if (find_value(out_name))
+      fail("op '", op, "': a value named '", out_name, "' already exists in the graph");
+  infer_node(n);  // throws before the graph is modified
+  nodes_.push_back(std::move(node));
+  for (Value *in : inputs)
+    if (in) in->users_.push_back(n);
+  std::vector<Value *> outs;
+  for (const auto &out_name : out_names) outs.push_back(new_value(out_name));
+  n->outputs_ = outs;
+  infer_node(n);
+  for (Value *out : outs) out->producer_ = n;
+  return n;
+}
+
+Value *Graph::add_op(const std::string &op, const std::vector<Value *> &inputs,
+                     const Attributes &attrs, const std::string &name) {
+  Node *n = add_node(op, inputs, attrs, name);
+  if (n->outputs_.size() != 1)
+    fail("op '", op, "' has ", n->outputs_.size(), " outputs; use add_node for multi-output ops");
+  return n->outputs_[0];
+}
+
+void Graph::infer_node(Node *node) {
+  const OpSchema &schema = get_op(node->op_);
+  std::vector<TensorType> types(node->inputs_.size());
+  InferContext ctx{.attrs = node->attrs_, .op = node->op_, .node = node->name_};
+  bool all_known = true;
+  for (size_t i = 0; i < node->inputs_.size(); ++i) {
+    const Value *in = node->inputs_[i];
+    if (!in) {
+      ctx.inputs.push_back(nullptr);
+      continue;
+    }
+    types[i] = {in->dtype_, in->shape_};
+    all_known = all_known && in->has_shape_ && in->shape_.is_static();
+    ctx.inputs.push_back(&types[i]);
+  }
+  if (!all_known) {
+    // Shapes resolve at run time; check arity now and carry the dtype of input 0 forward.
+    if (static_cast<int>(ctx.inputs.size()) < schema.min_inputs ||
+        static_cast<int>(ctx.inputs.size()) > schema.max_inputs)
+      ctx.fail("expected ", schema.min_inputs, " to ", schema.max_inputs, " inputs, got ",
+               ctx.inputs.size());
+    for (Value *out : node->outputs_) {
+      out->dtype_ = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
+      out->has_shape_ = false;
+    }
+    return;
+  }
+  std::vector<TensorType> out = ::lumen::infer_types(schema, ctx);
+  for (size_t i = 0; i < node->outputs_.size(); ++i) {
+    node->outputs_[i]->dtype_ = out[i].dtype;
+    node->outputs_[i]->shape_ = out[i].shape;
+    node->outputs_[i]->has_shape_ = true;
+  }
+}
+
+void Graph::mark_output(Value *value) {
+  if (!value) fail("mark_output: null value");
+  if (std::none_of(values_.begin(), values_.end(), [&](const auto &v) { return v.get() == value; }))
+    fail("mark_output: value '", value->name_, "' does not belong to this graph");
+  outputs_.push_back(value);
+}
+
+std::vector<Node *> Graph::nodes() const {
+  std::vector<Node *> out;
+  for (const auto &n : nodes_) out.push_back(n.get());
+  return out;
+}
+
+std::vector<Node *> Graph::topological_order() const {
+  // Kahn's algorithm over producer edges, stable with respect to insertion order.
+  std::unordered_map<const Node *, int> pending;
+  std::unordered_map<const Node *, std::vector<Node *>> consumers;
+  for (const auto &n : nodes_) {
+    int count = 0;
+    for (const Value *in : n->inputs_)
+      if (in && in->producer_) {
+        ++count;
+        consumers[in->producer_].push_back(n.get());
+      }
+    pending[n.get()] = count;
+  }
+  std::vector<Node *> order;
+  std::vector<Node *> ready;
+  for (const auto &n : nodes_)
+    if (pending[n.get()] == 0) ready.push_back(n.get());
+  std::reverse(ready.begin(), ready.end());
+  while (!ready.empty()) {
+    Node *n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    std::vector<Node *> unlocked;
+    for (Node *c : consumers[n])
+      if (--pending[c] == 0) unlocked.push_back(c);
+    ready.insert(ready.end(), unlocked.rbegin(), unlocked.rend());
+  }
+  if (order.size() != nodes_.size()) {
+    for (const auto &n : nodes_)
+      if (pending[n.get()] > 0)
+        fail("graph has a cycle through node '", n->name_, "' (op '", n->op_, "')");
+  }
+  return order;
+}
+
+void Graph::verify() const {
+  std::unordered_set<const Value *> owned;
+  std::unordered_set<std::string> names;
+  for (const auto &v : values_) {
+    owned.insert(v.get());
+    if (!names.insert(v->name_).second) fail("verify: value name '", v->name_, "' is not unique");
+  }
+  for (const auto &n : nodes_) {
+    const OpSchema *schema = find_op(n->op_);
+    if (!schema) fail("verify: node '", n->name_, "' has unknown op '", n->op_, "'");
+    const auto arity = static_cast<int>(n->inputs_.size());
+    if (arity < schema->min_inputs || arity > schema->max_inputs)
+      fail("verify: node '", n->name_, "' (op '", n->op_, "') has ", arity, " inputs, expected ",
+           schema->min_inputs, " to ", schema->max_inputs);
+    for (size_t i = 0; i < n->inputs_.size(); ++i) {
+      const Value *in = n->inputs_[i];
+      if (!in) {
+        if (static_cast<int>(i) < schema->min_inputs)
+          fail("verify: node '", n->name_, "' (op '", n->op_, "') is missing required input ", i);
+        continue;
+      }
+      if (!owned.count(in))
+        fail("verify: node '", n->name_, "' uses a value that is not in the graph");
+      if (!in->producer_ && !in->is_input_ && !in->is_constant())
+        fail("verify: node '", n->name_, "' (op '", n->op_, "') uses undefined value '",
+             in->name_, "'");
+    }
+    for (const Value *out : n->outputs_)
+      if (out->producer_ != n.get())
+        fail("verify: output '", out->name_, "' of node '", n->name_, "' has a wrong producer");
+  }
+  for (const Value *out : outputs_)
+    if (!owned.count(out)) fail("verify: a graph output is not in the graph");
+  topological_order();  // throws on cycles
+  // Stored types must agree with what inference gives now.
+  for (const auto &n : nodes_) {
+    std::vector<TensorType> types(n->inputs_.size());
+    InferContext ctx{.attrs = n->attrs_, .op = n->op_, .node = n->name_};
+    bool known = true;
+    for (size_t i = 0; i < n->inputs_.size(); ++i) {
+      const Value *in = n->inputs_[i];
+      if (!in) {
+        ctx.inputs.push_back(nullptr);
+        continue;
+      }
+      known = known && in->has_shape_ && in->shape_.is_static();
+      types[i] = {in->dtype_, in->shape_};
+      ctx.inputs.push_back(&types[i]);
+    }
+    if (!known) continue;
+    const auto inferred = ::lumen::infer_types(get_op(n->op_), ctx);
+    for (size_t i = 0; i < inferred.size(); ++i) {
+      const Value *out = n->outputs_[i];
+      if (out->has_shape_ && (inferred[i].dtype != out->dtype_ || inferred[i].shape != out->shape_))
+        fail("verify: node '", n->name_, "' (op '", n->op_, "') output '", out->name_, "' is ",
+             dtype_name(out->dtype_), " ", out->shape_.to_string(), " but inference gives ",
+             dtype_name(inferred[i].dtype), " ", inferred[i].shape.to_string());
+    }
+  }
+}
+
+namespace {
+std::string describe(const Value *v) {
+  if (!v) return "<none>";
+  std::string s = "%" + v->name() + ":" + std::string(dtype_name(v->dtype()));
+  s += v->has_shape() ? v->shape().to_string() : "[?]";
+  return s;
+}
+}  // namespace
+
+std::string Graph::to_string() const {
+  std::ostringstream out;
+  out << "graph(";
+  for (size_t i = 0; i < inputs_.size(); ++i) out << (i ? ", " : "") << describe(inputs_[i]);
+  out << ") {\n";
+  for (const auto &v : values_)
+    if (v->is_constant())
+      out << "  " << describe(v.get()) << " = constant\n";
+  for (const Node *n : topological_order()) {
+    out << "  ";
+    for (size_t i = 0; i < n->outputs_.size(); ++i)
+      out << (i ? ", " : "") << describe(n->outputs_[i]);
+    out << " = " << n->op_ << "(";
+    for (size_t i = 0; i < n->inputs_.size(); ++i)
+      out << (i ? ", " : "") << (n->inputs_[i] ? "%" + n->inputs_[i]->name() : "<none>");
+    out << ")";
+    if (!n->attrs_.empty()) out << " " << n->attrs_.to_string();
+    out << "\n";
+  }
+  out << "  return ";
+  for (size_t i = 0; i < outputs_.size(); ++i) out << (i ? ", " : "") << "%" << outputs_[i]->name();
+  out << "\n}\n";
+  return out.str();
+}
+
+void Graph::set_input(Node *node, size_t index, Value *value) {
+  if (index >= node->inputs_.size())
+    fail("set_input: node '", node->name_, "' has no input ", index);
+  Value *old = node->inputs_[index];
+  if (old) {
+    auto it = std::find(old->users_.begin(), old->users_.end(), node);
+    if (it != old->users_.end()) old->users_.erase(it);
+  }
+  node->inputs_[index] = value;
+  if (value) value->users_.push_back(node);
+}
+
+void Graph::replace_all_uses(Value *from, Value *to) {
+  const std::vector<Node *> users = from->users_;
+  for (Node *user : users)
+    for (size_t i = 0; i < user->inputs_.size(); ++i)
+      if (user->inputs_[i] == from) set_input(user, i, to);
+  std::replace(outputs_.begin(), outputs_.end(), from, to);
+}
+
+void Graph::remove_node(Node *node) {
+  for (const Value *out : node->outputs_) {
+    if (!out->users_.empty() || std::count(outputs_.begin(), outputs_.end(), out))
+      fail("remove_node: output '", out->name_, "' of node '", node->name_, "' is still used");
+  }
+  for (size_t i = 0; i < node->inputs_.size(); ++i) set_input(node, i, nullptr);
+  const std::vector<Value *> outs = node->outputs_;
+  values_.erase(std::remove_if(values_.begin(), values_.end(),
+                               [&](const auto &v) {
+                                 return std::count(outs.begin(), outs.end(), v.get()) != 0;
+                               }),
+                values_.end());
+  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(),
+                            [&](const auto &n) { return n.get() == node; }));
+}
+
+void Graph::infer_types() {
+  for (Node *n : topological_order()) infer_node(n);
+}
+
+Graph Graph::clone() const {
+  Graph copy;
+  std::unordered_map<const Value *, Value *> map;
+  for (const auto &v : values_) {
+    if (v->producer_) continue;
+    auto nv = std::make_unique<Value>(*v);
+    nv->users_.clear();
+    map[v.get()] = nv.get();
+    copy.values_.push_back(std::move(nv));
+  }
+  for (const Value *in : inputs_) copy.inputs_.push_back(map.at(in));
+  for (const Node *n : topological_order()) {
+    auto nn = std::make_unique<Node>();
+    nn->op_ = n->op_;
+    nn->name_ = n->name_;
+    nn->attrs_ = n->attrs_;
+    for (const Value *in : n->inputs_) {
+      Value *mapped = in ? map.at(in) : nullptr;
+      nn->inputs_.push_back(mapped);
+      if (mapped) mapped->users_.push_back(nn.get());
+    }
+    for (const Value *out : n->outputs_) {
+      auto nv = std::make_unique<Value>(*out);
+      nv->users_.clear();
+      nv->producer_ = nn.get();
+      map[out] = nv.get();
+      nn->outputs_.push_back(nv.get());
+      copy.values_.push_back(std::move(nv));
+    }
+    copy.nodes_.push_back(std::move(nn));
+  }
+  for (const Value *out : outputs_) copy.outputs_.push_back(map.at(out));
+  copy.next_id_ = next_id_;
+  return copy;
+}
+
+}  // namespace lumen

@@ -1,0 +1,84 @@
+#include "graph/op_schema.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace lumen {
+namespace {
+
+struct OpTable {
+  std::mutex mutex;
+  std::map<std::string, OpSchema, std::less<>> ops;
+};
+
+OpTable &table() {
+  static auto *t = new OpTable;
+  return *t;
+}
+
+}  // namespace
+
+const TensorType &InferContext::input(size_t i) const {
+  if (!has_input(i)) fail("input ", i, " is required but missing");
+  return *inputs[i];
+}
+
+void register_op(OpSchema schema) {
+  auto &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  std::string name = schema.name;
+  if (!t.ops.emplace(name, std::move(schema)).second) fail("op '", name, "' registered twice");
+}
+
+const OpSchema *find_op(std::string_view name) {
+  auto &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.ops.find(name);
+  return it == t.ops.end() ? nullptr : &it->second;
+}
+
+const OpSchema &get_op(std::string_view name) {
+  if (const OpSchema *schema = find_op(name)) return *schema;
+  std::string known;
+  for (const auto &op : registered_ops()) known += (known.empty() ? "" : ", ") + op;
+  fail("unknown op '", name, "' (known ops: ", known, ")");
+}
+
+std::vector<std::string> registered_ops() {
+  auto &t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  std::vector<std::string> out;
+  for (const auto &entry : t.ops) out.push_back(entry.first);
+  return out;
+}
+
+std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx) {
+  const auto n = static_cast<int>(ctx.inputs.size());
+  if (n < schema.min_inputs || n > schema.max_inputs) {
+    if (schema.min_inputs == schema.max_inputs)
+      ctx.fail("expected ", schema.min_inputs, " inputs, got ", n);
+    ctx.fail("expected ", schema.min_inputs, " to ", schema.max_inputs, " inputs, got ", n);
+  }
+  for (int i = 0; i < schema.min_inputs; ++i)
+    if (!ctx.inputs[i]) ctx.fail("required input ", i, " is missing");
+  std::vector<TensorType> out = schema.infer(ctx);
+  if (static_cast<int>(out.size()) != schema.num_outputs)
+    ctx.fail("inference produced ", out.size(), " outputs, schema says ", schema.num_outputs);
+  return out;
+}
+
+std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b) {
+  const size_t rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
+    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
+    if (da == db || db == 1) dims[i] = da;
+    else if (da == 1) dims[i] = db;
+    else return std::nullopt;
+  }
+  return Shape(std::move(dims));
+}
+
+}  // namespace lumen

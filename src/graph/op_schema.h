@@ -1,0 +1,72 @@
+// The op table: one OpSchema per op name, holding its arity and its type/shape inference. Ops
+// register themselves from their own file (src/graph/ops/<family>.cc) with LUMEN_REGISTER_OP, so
+// adding an op never means editing a central switch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lumen/attributes.h"
+#include "lumen/error.h"
+
+namespace lumen {
+
+struct TensorType {
+  DType dtype = DType::Float32;
+  Shape shape;
+  bool operator==(const TensorType &) const = default;
+};
+
+// What an inference function sees. Omitted optional inputs are nullptr.
+struct InferContext {
+  std::vector<const TensorType *> inputs;
+  const Attributes &attrs;
+  std::string_view op;
+  std::string_view node;
+
+  size_t num_inputs() const { return inputs.size(); }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  const TensorType &input(size_t i) const;
+  // Throws lumen::Error prefixed with "op 'OP' (node 'NODE'): ".
+  template <class... Args>
+  [[noreturn]] void fail(const Args &...args) const {
+    ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);
+  }
+};
+
+using InferFn = std::vector<TensorType> (*)(const InferContext &);
+
+struct OpSchema {
+  std::string name;
+  int min_inputs = 1;
+  int max_inputs = 1;
+  int num_outputs = 1;
+  InferFn infer = nullptr;
+  // Output i may be written into the memory of input 0 (element-wise ops), for the planner.
+  bool elementwise = false;
+};
+
+void register_op(OpSchema schema);
+const OpSchema *find_op(std::string_view name);  // nullptr when unknown
+const OpSchema &get_op(std::string_view name);    // throws "unknown op 'x'" with the known ones
+std::vector<std::string> registered_ops();
+
+// Checks arity and runs inference; every error names the op and node.
+std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx);
+
+// Shape helpers shared by inference functions.
+// NumPy broadcasting of two shapes; nullopt when incompatible.
+std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
+
+}  // namespace lumen
+
+#define LUMEN_CONCAT_INNER(a, b) a##b
+#define LUMEN_CONCAT(a, b) LUMEN_CONCAT_INNER(a, b)
+// LUMEN_REGISTER_OP({.name = "relu", .infer = same_as_input, .elementwise = true});
+#define LUMEN_REGISTER_OP(...)                                                       \
+  static const bool LUMEN_CONCAT(lumen_op_registered_, __LINE__) = [] {             \
+    ::lumen::register_op(::lumen::OpSchema __VA_ARGS__);                             \
+    return true;                                                                     \
+  }()

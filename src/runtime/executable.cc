@@ -1,0 +1,96 @@
+#include <sstream>
+
+#include "core/thread_pool.h"
+#include "runtime/executable_impl.h"
+#include "runtime/op_runner.h"
+
+namespace lumen {
+
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executable::~Executable() = default;
+
+const std::vector<ValueInfo> &Executable::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo> &Executable::outputs() const { return impl_->outputs; }
+const std::vector<StepInfo> &Executable::steps() const { return impl_->step_info; }
+
+namespace {
+
+void check_input(const ValueInfo &expected, const Tensor &actual) {
+  if (!actual.defined()) fail("input '", expected.name, "' is an undefined tensor");
+  bool shape_ok = actual.rank() == expected.shape.rank();
+  for (size_t i = 0; shape_ok && i < expected.shape.rank(); ++i)
+    shape_ok = expected.shape[i] == kUnknownDim || expected.shape[i] == actual.shape()[i];
+  if (actual.dtype() != expected.dtype || !shape_ok)
+    fail("input '", expected.name, "': expected ", dtype_name(expected.dtype), " ",
+         expected.shape.to_string(), ", got ", dtype_name(actual.dtype()), " ",
+         actual.shape().to_string());
+  if (!actual.device().is_host())
+    fail("input '", expected.name, "': expected host memory, got ", actual.device().to_string());
+}
+
+}  // namespace
+
+std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const {
+  const Impl &p = *impl_;
+  if (inputs.size() != p.input_slots.size())
+    fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
+  std::vector<Tensor> slots = p.initial_slots;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_input(p.inputs[i], inputs[i]);
+    slots[p.input_slots[i]] = inputs[i];
+  }
+  std::vector<TensorType> types;
+  std::vector<Tensor> step_inputs;
+  for (const ExecutionStep &step : p.steps) {
+    // Types are re-inferred from the real shapes: graphs may have dims known only at run time.
+    types.assign(step.inputs.size(), TensorType{});
+    step_inputs.assign(step.inputs.size(), Tensor());
+    InferContext ctx{.attrs = step.attrs, .op = step.schema->name, .node = step.node};
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0) {
+        ctx.inputs.push_back(nullptr);
+        continue;
+      }
+      step_inputs[i] = slots[step.inputs[i]];
+      types[i] = {step_inputs[i].dtype(), step_inputs[i].shape()};
+      ctx.inputs.push_back(&types[i]);
+    }
+    const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
+    std::vector<Tensor> outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types,
+                                          step.attrs, *p.pool, step.schema->name, step.node);
+    for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
+    for (int s : step.release) slots[s] = Tensor();
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(p.output_slots.size());
+  for (int s : p.output_slots) outputs.push_back(slots[s]);
+  return outputs;
+}
+
+std::vector<Tensor> Executable::execute(const std::map<std::string, Tensor> &feeds) const {
+  std::vector<Tensor> ordered;
+  for (const ValueInfo &in : impl_->inputs) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end()) fail("execute: missing input '", in.name, "'");
+    ordered.push_back(it->second);
+  }
+  if (feeds.size() != ordered.size()) {
+    for (const auto &[name, tensor] : feeds) {
+      bool known = false;
+      for (const ValueInfo &in : impl_->inputs) known = known || in.name == name;
+      if (!known) fail("execute: unknown input '", name, "'");
+    }
+  }
+  return execute(ordered);
+}
+
+std::string Executable::summary() const {
+  std::ostringstream out;
+  out << "Executable: " << impl_->inputs.size() << " inputs, " << impl_->outputs.size()
+      << " outputs, " << impl_->steps.size() << " steps\n";
+  for (const StepInfo &s : impl_->step_info)
+    out << "  " << s.node << " (" << s.op << ") on " << s.backend << "\n";
+  return out.str();
+}
+
+}  // namespace lumen

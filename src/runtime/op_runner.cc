@@ -1,0 +1,68 @@
+#include "runtime/op_runner.h"
+
+#include "lumen/ops.h"
+
+namespace lumen {
+
+DType kernel_dtype(const std::vector<const TensorType *> &inputs) {
+  return !inputs.empty() && inputs[0] ? inputs[0]->dtype : DType::Float32;
+}
+
+Backend &select_backend(std::string_view op, DType dtype, std::string_view backend_name,
+                        std::string_view node) {
+  if (!backend_name.empty()) {
+    Backend &backend = get_backend(backend_name);
+    if (!backend.supports(op, dtype))
+      fail("op '", op, "' (node '", node, "'): backend '", backend_name, "' has no kernel for ",
+           dtype_name(dtype), " inputs");
+    return backend;
+  }
+  for (Backend *backend : backends())
+    if (backend->supports(op, dtype)) return *backend;
+  fail("op '", op, "' (node '", node, "'): no backend has a kernel for ", dtype_name(dtype),
+       " inputs");
+}
+
+std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
+                               const std::vector<TensorType> &types, const Attributes &attrs,
+                               ThreadPool &pool, std::string_view op, std::string_view node) {
+  std::vector<Tensor> contiguous_inputs;
+  contiguous_inputs.reserve(inputs.size());
+  for (const Tensor &t : inputs) contiguous_inputs.push_back(t.defined() ? t.contiguous() : t);
+  std::vector<Tensor> outputs;
+  outputs.reserve(types.size());
+  for (const TensorType &type : types)
+    outputs.push_back(Tensor::empty(type.shape, type.dtype, &backend.allocator()));
+
+  KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node};
+  for (const Tensor &t : contiguous_inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
+  for (Tensor &t : outputs) ctx.outputs.push_back(&t);
+  kernel(ctx);
+  return outputs;
+}
+
+std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &inputs,
+                            const Attributes &attrs, const std::string &backend_name) {
+  const OpSchema &schema = get_op(op);
+  std::vector<TensorType> types;
+  types.reserve(inputs.size());
+  for (const Tensor &t : inputs) types.push_back({t.dtype(), t.defined() ? t.shape() : Shape{}});
+  InferContext ictx{.attrs = attrs, .op = op, .node = op};
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ictx.inputs.push_back(inputs[i].defined() ? &types[i] : nullptr);
+  const std::vector<TensorType> out_types = infer_types(schema, ictx);
+  const DType dtype = kernel_dtype(ictx.inputs);
+  Backend &backend = select_backend(op, dtype, backend_name, op);
+  return run_kernel(backend.find_kernel(op, dtype), backend, inputs, out_types, attrs,
+                    default_thread_pool(), op, op);
+}
+
+std::vector<std::string> list_ops() { return registered_ops(); }
+
+std::vector<std::string> list_backends() {
+  std::vector<std::string> names;
+  for (Backend *b : backends()) names.emplace_back(b->name());
+  return names;
+}
+
+}  // namespace lumen

@@ -1,0 +1,26 @@
+// Runs one op: type inference, backend and kernel choice, output allocation, kernel call. Shared by
+// the eager API and the executor so the two can never disagree.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/backend.h"
+#include "graph/op_schema.h"
+
+namespace lumen {
+
+// The backend that runs `op` for inputs of `dtype`: the one named, or else the highest-priority
+// backend with a kernel. Throws naming the op, node and dtype when none has one.
+Backend &select_backend(std::string_view op, DType dtype, std::string_view backend_name,
+                        std::string_view node);
+
+// The dtype that keys kernel lookup: that of input 0.
+DType kernel_dtype(const std::vector<const TensorType *> &inputs);
+
+// Runs the kernel with inputs already checked; allocates and returns the outputs of `types`.
+std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
+                               const std::vector<TensorType> &types, const Attributes &attrs,
+                               ThreadPool &pool, std::string_view op, std::string_view node);
+
+}  // namespace lumen
