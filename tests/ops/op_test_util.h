@@ -20,13 +20,21 @@ inline Tensor random_tensor(const Shape &shape, uint64_t seed, double lo = -1.0,
   std::uniform_real_distribution<double> dist(lo, hi);
   const int64_t n = t.numel();
   switch (dtype) {
-    case DType::Float32: for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = float(dist(rng)); break;
-    case DType::Float64: for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = dist(rng); break;
+    case DType::Float32:
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = float(dist(rng));
+      break;
+    case DType::Float64:
+      for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = dist(rng);
+      break;
     case DType::Int32:
-      for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = int32_t(std::floor(dist(rng))); break;
+      for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = int32_t(std::floor(dist(rng)));
+      break;
     case DType::Int64:
-      for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = int64_t(std::floor(dist(rng))); break;
-    default: ADD_FAILURE() << "random_tensor: unsupported dtype"; break;
+      for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = int64_t(std::floor(dist(rng)));
+      break;
+    default:
+      ADD_FAILURE() << "random_tensor: unsupported dtype";
+      break;
   }
   return t;
 }

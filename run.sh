@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Lumen's one entry point. Installs what is missing, builds, and runs.
+#   ./run.sh demo    set up, build, run the main job (the quickstarts)
+#   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest)
+#   ./run.sh build   set up and build only
+#   ./run.sh         same as `./run.sh test`
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+ROOT=$PWD
+BUILD_DIR=${LUMEN_BUILD_DIR:-$ROOT/build}
+VENV=$ROOT/.venv
+PY=$VENV/bin/python
+
+log() { printf '\033[1m[lumen]\033[0m %s\n' "$*"; }
+
+# --- System packages (Debian/Ubuntu) ------------------------------------------------------------
+ensure_system_packages() {
+  [[ "$(uname)" == "Darwin" ]] && return 0  # macOS: Xcode CLT + cmake; BLAS is Accelerate
+  local missing=()
+  command -v cmake >/dev/null || missing+=(cmake)
+  command -v c++ >/dev/null || missing+=(g++)
+  command -v ninja >/dev/null || missing+=(ninja-build)
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  command -v python3 >/dev/null || missing+=(python3)
+  for pkg in libopenblas-dev libgtest-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  if command -v python3 >/dev/null; then
+    python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+    python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+      || missing+=(python3-dev)
+  fi
+  ((${#missing[@]})) || return 0
+  local line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+  if [[ $(id -u) -eq 0 ]]; then
+    log "installing system packages: ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    log "missing system packages; run as root:  sudo sh -c '$line'"
+    exit 1
+  fi
+}
+
+# --- Python packages in .venv -------------------------------------------------------------------
+ensure_venv() {
+  [[ -x $PY ]] || { log "creating $VENV"; python3 -m venv "$VENV"; }
+  local stamp=$VENV/.lumen-requirements
+  if ! cmp -s requirements-dev.txt "$stamp"; then
+    log "installing Python packages into .venv"
+    "$PY" -m pip install -q --upgrade pip
+    "$PY" -m pip install -q -r requirements-dev.txt
+    cp requirements-dev.txt "$stamp"
+  fi
+}
+
+build() {
+  ensure_system_packages
+  ensure_venv
+  log "building in $BUILD_DIR"
+  mkdir -p "$BUILD_DIR"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$PY" >"$BUILD_DIR/configure.log" 2>&1 \
+    || { cat "$BUILD_DIR/configure.log"; exit 1; }
+  cmake --build "$BUILD_DIR" --parallel
+}
+
+run_tests() {
+  log "C++ tests"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc 2>/dev/null || echo 2)"
+  log "Python tests"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
+}
+
+run_demo() {
+  log "C++ quickstart (examples/cpp/quickstart.cpp)"
+  "$BUILD_DIR/quickstart"
+  log "Python quickstart (examples/python/quickstart.py)"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" "$ROOT/examples/python/quickstart.py"
+}
+
+case "${1:-test}" in
+  build) build ;;
+  test) build && run_tests ;;
+  demo) build && run_demo ;;
+  *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,56 @@
+// CPU element-wise activations: the formulas of activation_functors.h in a flat loop over
+// contiguous memory (vectorized by the compiler where the formula allows), split across the thread
+// pool for large tensors. Input and output may be the same memory (in-place planning).
+#include "backends/common/activation_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+// Elements per parallel chunk: large enough that scheduling costs little next to the math.
+constexpr int64_t kGrain = 1 << 14;
+
+template <template <class> class F, class T>
+void unary_typed(KernelContext &ctx) {
+  const F<T> f(ctx.attrs);
+  const T *x = ctx.input(0).data<T>();
+  T *y = ctx.output(0).data<T>();
+  ctx.pool.parallel_for(ctx.output(0).numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+  });
+}
+
+template <template <class> class F>
+void unary(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Float32:
+      return unary_typed<F, float>(ctx);
+    case DType::Float64:
+      return unary_typed<F, double>(ctx);
+    default:
+      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
+  }
+}
+
+#define LUMEN_CPU_UNARY(name, F) \
+  LUMEN_REGISTER_KERNEL("cpu", name, unary<F>, DType::Float32, DType::Float64)
+
+LUMEN_CPU_UNARY("relu", act::Relu);
+LUMEN_CPU_UNARY("leaky_relu", act::LeakyRelu);
+LUMEN_CPU_UNARY("sigmoid", act::Sigmoid);
+LUMEN_CPU_UNARY("tanh", act::Tanh);
+LUMEN_CPU_UNARY("gelu", act::Gelu);
+LUMEN_CPU_UNARY("silu", act::Silu);
+LUMEN_CPU_UNARY("elu", act::Elu);
+LUMEN_CPU_UNARY("softplus", act::Softplus);
+LUMEN_CPU_UNARY("hard_sigmoid", act::HardSigmoid);
+LUMEN_CPU_UNARY("hard_swish", act::HardSwish);
+LUMEN_CPU_UNARY("clip", act::Clip);
+LUMEN_CPU_UNARY("exp", act::Exp);
+LUMEN_CPU_UNARY("log", act::Log);
+LUMEN_CPU_UNARY("sqrt", act::Sqrt);
+LUMEN_CPU_UNARY("neg", act::Neg);
+LUMEN_CPU_UNARY("abs", act::Abs);
+
+}  // namespace
+}  // namespace lumen

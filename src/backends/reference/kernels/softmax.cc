@@ -1,0 +1,58 @@
+// Reference softmax / log_softmax: for each (outer, inner) position, three plain passes along the
+// axis (max, sum of exp(x - max) in double, write). Subtracting the max keeps exp from overflowing.
+#include <cmath>
+#include <limits>
+
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+template <class T, bool kLog>
+void softmax_typed(KernelContext &ctx) {
+  const Tensor &xt = ctx.input(0);
+  const T *x = xt.data<T>();
+  T *y = ctx.output(0).data<T>();
+  const Shape &shape = xt.shape();
+  // A rank-0 input is one element along its only "axis".
+  int64_t outer = 1, len = 1, inner = 1;
+  if (shape.rank() > 0) {
+    const size_t axis = shape.normalize_axis(ctx.attrs.get_int("axis", -1));
+    for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+    for (size_t d = axis + 1; d < shape.rank(); ++d) inner *= shape[d];
+    len = shape[axis];
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < inner; ++j) {
+      const int64_t base = o * len * inner + j;
+      T max = -std::numeric_limits<T>::infinity();
+      for (int64_t k = 0; k < len; ++k)
+        if (x[base + k * inner] > max) max = x[base + k * inner];
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(x[base + k * inner] - max);
+      for (int64_t k = 0; k < len; ++k) {
+        const T shifted = x[base + k * inner] - max;
+        y[base + k * inner] =
+            kLog ? shifted - T(std::log(sum)) : T(double(std::exp(shifted)) / sum);
+      }
+    }
+  }
+}
+
+template <bool kLog>
+void softmax(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Float32:
+      return softmax_typed<float, kLog>(ctx);
+    case DType::Float64:
+      return softmax_typed<double, kLog>(ctx);
+    default:
+      ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
+  }
+}
+
+LUMEN_REGISTER_KERNEL("reference", "softmax", softmax<false>, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", softmax<true>, DType::Float32, DType::Float64);
+
+}  // namespace
+}  // namespace lumen

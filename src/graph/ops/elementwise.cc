@@ -1,0 +1,67 @@
+// Binary element-wise ops with NumPy broadcasting: add, sub, mul, div, pow, maximum, minimum.
+// Both inputs have the same dtype; the output has that dtype and the broadcast shape.
+#include <algorithm>
+
+#include "graph/op_schema.h"
+
+namespace lumen {
+namespace {
+
+// Broadcast that tolerates unknown dims (graph inference before shapes are bound): an unknown dim
+// against 1 or another unknown stays unknown, against a known n > 1 it must be n.
+std::optional<Shape> broadcast_dynamic(const Shape &a, const Shape &b) {
+  if (a.is_static() && b.is_static()) return broadcast_shapes(a, b);
+  const size_t rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
+    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
+    if (da == db || db == 1)
+      dims[i] = da;
+    else if (da == 1)
+      dims[i] = db;
+    else if (da == kUnknownDim)
+      dims[i] = db;
+    else if (db == kUnknownDim)
+      dims[i] = da;
+    else
+      return std::nullopt;
+  }
+  return Shape(std::move(dims));
+}
+
+std::vector<TensorType> infer_binary_impl(const InferContext &ctx, bool float_only) {
+  const TensorType &a = ctx.input(0), &b = ctx.input(1);
+  if (a.dtype != b.dtype)
+    ctx.fail("both inputs must have the same dtype, got ", dtype_name(a.dtype), " and ",
+             dtype_name(b.dtype));
+  const bool is_float = a.dtype == DType::Float32 || a.dtype == DType::Float64;
+  const bool is_int = a.dtype == DType::Int32 || a.dtype == DType::Int64;
+  if (float_only && !is_float)
+    ctx.fail("expected float32 or float64 inputs, got ", dtype_name(a.dtype));
+  if (!is_float && !is_int)
+    ctx.fail("expected float32, float64, int32 or int64 inputs, got ", dtype_name(a.dtype));
+  std::optional<Shape> shape = broadcast_dynamic(a.shape, b.shape);
+  if (!shape)
+    ctx.fail("shapes ", a.shape.to_string(), " and ", b.shape.to_string(),
+             " cannot be broadcast together");
+  return {TensorType{a.dtype, std::move(*shape)}};
+}
+
+std::vector<TensorType> infer_binary(const InferContext &ctx) {
+  return infer_binary_impl(ctx, false);
+}
+std::vector<TensorType> infer_binary_float(const InferContext &ctx) {
+  return infer_binary_impl(ctx, true);
+}
+
+LUMEN_REGISTER_OP({.name = "add", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+LUMEN_REGISTER_OP({.name = "sub", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+LUMEN_REGISTER_OP({.name = "mul", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+LUMEN_REGISTER_OP({.name = "div", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+LUMEN_REGISTER_OP({.name = "pow", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary_float});
+LUMEN_REGISTER_OP({.name = "maximum", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+LUMEN_REGISTER_OP({.name = "minimum", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
+
+}  // namespace
+}  // namespace lumen
