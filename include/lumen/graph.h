@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lumen/attributes.h"
@@ -121,11 +122,13 @@ class Graph {
 
  private:
   Value *new_value(const std::string &name);
+  bool owns(const Value *value) const;
   std::string unique_name(const std::string &base);
   void infer_node(Node *node);
 
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
+  std::unordered_map<std::string, Value *> values_by_name_;
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
   uint64_t next_id_ = 0;

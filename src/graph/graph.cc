@@ -18,8 +18,11 @@ Value *Graph::new_value(const std::string &name) {
   if (find_value(name)) fail("a value named '", name, "' already exists in the graph");
   values_.push_back(std::make_unique<Value>());
   values_.back()->name_ = name;
+  values_by_name_[name] = values_.back().get();
   return values_.back().get();
 }
+
+bool Graph::owns(const Value *value) const { return value && find_value(value->name_) == value; }
 
 std::string Graph::unique_name(const std::string &base) {
   for (;;) {
@@ -29,9 +32,8 @@ std::string Graph::unique_name(const std::string &base) {
 }
 
 Value *Graph::find_value(const std::string &name) const {
-  for (const auto &v : values_)
-    if (v->name_ == name) return v.get();
-  return nullptr;
+  auto it = values_by_name_.find(name);
+  return it == values_by_name_.end() ? nullptr : it->second;
 }
 
 Value *Graph::add_input(const std::string &name, const Shape &shape, DType dtype) {
@@ -66,8 +68,7 @@ Node *Graph::add_node(const std::string &op, const std::vector<Value *> &inputs,
   const OpSchema &schema = get_op(op);
   const std::string node_name = name.empty() ? unique_name(op) : name;
   for (Value *in : inputs) {
-    if (in && std::none_of(values_.begin(), values_.end(),
-                           [&](const auto &v) { return v.get() == in; }))
+    if (in && !owns(in))
       fail("op '", op, "' (node '", node_name, "'): an input value does not belong to this graph");
   }
   auto node = std::make_unique<Node>();
@@ -140,7 +141,7 @@ void Graph::infer_node(Node *node) {
 
 void Graph::mark_output(Value *value) {
   if (!value) fail("mark_output: null value");
-  if (std::none_of(values_.begin(), values_.end(), [&](const auto &v) { return v.get() == value; }))
+  if (!owns(value))
     fail("mark_output: value '", value->name_, "' does not belong to this graph");
   outputs_.push_back(value);
 }
@@ -308,6 +309,7 @@ void Graph::remove_node(Node *node) {
   }
   for (size_t i = 0; i < node->inputs_.size(); ++i) set_input(node, i, nullptr);
   const std::vector<Value *> outs = node->outputs_;
+  for (const Value *out : outs) values_by_name_.erase(out->name_);
   values_.erase(std::remove_if(values_.begin(), values_.end(),
                                [&](const auto &v) {
                                  return std::count(outs.begin(), outs.end(), v.get()) != 0;
@@ -329,6 +331,7 @@ Graph Graph::clone() const {
     auto nv = std::make_unique<Value>(*v);
     nv->users_.clear();
     map[v.get()] = nv.get();
+    copy.values_by_name_[nv->name_] = nv.get();
     copy.values_.push_back(std::move(nv));
   }
   for (const Value *in : inputs_) copy.inputs_.push_back(map.at(in));
@@ -348,6 +351,7 @@ Graph Graph::clone() const {
       nv->producer_ = nn.get();
       map[out] = nv.get();
       nn->outputs_.push_back(nv.get());
+      copy.values_by_name_[nv->name_] = nv.get();
       copy.values_.push_back(std::move(nv));
     }
     copy.nodes_.push_back(std::move(nn));

@@ -1,0 +1,188 @@
+// CPU conv2d. General case: im2col + one GEMM per (image, group), on BLAS. A 1x1 / stride-1 /
+// unpadded conv is a GEMM on the input as it lies. Convs with one input channel per group
+// (depthwise) run as direct loops, where im2col would only add copying to a tiny GEMM.
+//
+// Threading: with at least as many (image, group) items as threads and a small im2col buffer,
+// each thread takes whole items (single-threaded BLAS inside); otherwise the items run one after
+// another with im2col rows and the GEMM split over the pool.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/blas.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+struct ConvParams {
+  int64_t n, c, h, w;     // input
+  int64_t m, cg, kh, kw;  // weight
+  int64_t oh, ow;         // output
+  int64_t group, mg;
+  int64_t sh, sw, pt, pl, dh, dw;
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Output columns o in [lo, hi) whose input column o * stride + offset lies in [0, size).
+inline void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t out, int64_t &lo,
+                        int64_t &hi) {
+  lo = offset >= 0 ? 0 : ceil_div(-offset, stride);
+  hi = size - offset <= 0 ? 0 : ceil_div(size - offset, stride);
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+}
+
+// Rows [row_begin, row_end) of the im2col matrix [cg * kh * kw, oh * ow] for one image and group;
+// `x` points at the group's first input channel.
+template <class T>
+void im2col_rows(const ConvParams &p, const T *x, T *col, int64_t row_begin, int64_t row_end) {
+  const int64_t plane = p.oh * p.ow;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const int64_t c = r / (p.kh * p.kw), a = (r / p.kw) % p.kh, b = r % p.kw;
+    const T *xc = x + c * p.h * p.w;
+    T *dst = col + r * plane;
+    const int64_t col_offset = b * p.dw - p.pl;
+    int64_t lo, hi;
+    valid_range(col_offset, p.sw, p.w, p.ow, lo, hi);
+    for (int64_t i = 0; i < p.oh; ++i, dst += p.ow) {
+      const int64_t ih = i * p.sh - p.pt + a * p.dh;
+      if (ih < 0 || ih >= p.h) {
+        std::fill(dst, dst + p.ow, T(0));
+        continue;
+      }
+      // First valid input element of this row; later ones are p.sw apart.
+      const T *src = xc + ih * p.w + lo * p.sw + col_offset;
+      std::fill(dst, dst + lo, T(0));
+      if (p.sw == 1)
+        std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(T));
+      else
+        for (int64_t j = lo; j < hi; ++j) dst[j] = src[(j - lo) * p.sw];
+      std::fill(dst + hi, dst + p.ow, T(0));
+    }
+  }
+}
+
+// One output plane of a conv whose output channel `m` reads a single input channel `xc`.
+template <class T>
+void direct_plane(const ConvParams &p, const T *xc, const T *wm, T bias, T *y) {
+  std::fill(y, y + p.oh * p.ow, bias);
+  for (int64_t a = 0; a < p.kh; ++a)
+    for (int64_t b = 0; b < p.kw; ++b) {
+      const T wv = wm[a * p.kw + b];
+      const int64_t col_offset = b * p.dw - p.pl;
+      int64_t lo, hi;
+      valid_range(col_offset, p.sw, p.w, p.ow, lo, hi);
+      for (int64_t i = 0; i < p.oh; ++i) {
+        const int64_t ih = i * p.sh - p.pt + a * p.dh;
+        if (ih < 0 || ih >= p.h) continue;
+        const T *src = xc + ih * p.w + lo * p.sw + col_offset;
+        T *dst = y + i * p.ow + lo;
+        const int64_t count = hi - lo;
+        if (p.sw == 1)
+          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j];
+        else
+          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j * p.sw];
+      }
+    }
+}
+
+template <class T>
+void conv2d(KernelContext &ctx) {
+  const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
+  const Tensor &ty = ctx.output(0);
+  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
+  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
+  ConvParams p{};
+  p.n = tx.shape()[0], p.c = tx.shape()[1], p.h = tx.shape()[2], p.w = tx.shape()[3];
+  p.m = tw.shape()[0], p.cg = tw.shape()[1], p.kh = tw.shape()[2], p.kw = tw.shape()[3];
+  p.oh = ty.shape()[2], p.ow = ty.shape()[3];
+  p.group = ctx.attrs.get_int("group", 1);
+  p.sh = strides.at(0), p.sw = strides.at(1), p.pt = pads.at(0), p.pl = pads.at(1);
+  p.dh = dilations.at(0), p.dw = dilations.at(1);
+  if (p.group < 1 || p.c != p.cg * p.group || p.m % p.group != 0)
+    ctx.fail("channels do not match: input ", tx.shape().to_string(), ", weight ",
+             tw.shape().to_string(), ", group ", p.group);
+  p.mg = p.m / p.group;
+  if (ty.numel() == 0) return;
+
+  const T *x = tx.data<T>();
+  const T *w = tw.data<T>();
+  const T *bias = ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr;
+  T *y = ty.data<T>();
+  const int64_t in_plane = checked_mul(p.h, p.w), out_plane = checked_mul(p.oh, p.ow);
+  const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
+  const int64_t kernel_area = p.kh * p.kw;
+
+  if (p.cg == 1) {
+    // Depthwise (or depthwise with a channel multiplier): output channel m reads channel m / mg.
+    const int64_t planes = checked_mul(p.n, p.m);
+    const int64_t grain =
+        std::max<int64_t>(1, 65536 / std::max<int64_t>(1, out_plane * kernel_area));
+    ctx.pool.parallel_for(planes, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t q = begin; q < end; ++q) {
+        const int64_t n = q / p.m, m = q % p.m;
+        direct_plane(p, x + (n * p.c + m / p.mg) * in_plane, w + m * kernel_area,
+                     bias ? bias[m] : T(0), y + q * out_plane);
+      }
+    });
+    return;
+  }
+
+  const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
+                         p.pl == 0 && p.oh == p.h && p.ow == p.w;
+  const int64_t col_elems = pointwise ? 0 : checked_mul(k, out_plane, "conv2d im2col size");
+  const int64_t items = checked_mul(p.n, p.group);
+
+  // Y[item] = W[group] @ col + bias: the bias is written first and the GEMM accumulates onto it.
+  auto run_item = [&](int64_t item, T *col, bool threaded) {
+    const int64_t n = item / p.group, g = item % p.group;
+    const T *xg = x + (n * p.c + g * p.cg) * in_plane;
+    T *yg = y + (n * p.m + g * p.mg) * out_plane;
+    if (bias)
+      for (int64_t m = 0; m < p.mg; ++m)
+        std::fill(yg + m * out_plane, yg + (m + 1) * out_plane, bias[g * p.mg + m]);
+    const T *b = xg;
+    if (!pointwise) {
+      if (threaded) {
+        const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane));
+        ctx.pool.parallel_for(
+            k, grain, [&](int64_t begin, int64_t end) { im2col_rows(p, xg, col, begin, end); });
+      } else {
+        im2col_rows(p, xg, col, 0, k);
+      }
+      b = col;
+    }
+    const T *wg = w + g * p.mg * k;
+    const T beta = bias ? T(1) : T(0);
+    if (threaded)
+      blas::parallel_gemm(ctx.pool, false, false, p.mg, out_plane, k, T(1), wg, k, b, out_plane,
+                          beta, yg, out_plane);
+    else
+      blas::gemm(false, false, p.mg, out_plane, k, T(1), wg, k, b, out_plane, beta, yg, out_plane);
+  };
+
+  // Per-thread im2col buffers are only worth it while they stay small.
+  constexpr int64_t kMaxPerThreadColBytes = 8 << 20;
+  const bool per_item = ctx.pool.size() > 1 && items >= ctx.pool.size() &&
+                        col_elems * static_cast<int64_t>(sizeof(T)) <= kMaxPerThreadColBytes;
+  if (per_item) {
+    ctx.pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
+      Tensor col = Tensor::empty(Shape{col_elems}, dtype_of<T>);
+      for (int64_t item = begin; item < end; ++item) run_item(item, col.data<T>(), false);
+    });
+  } else {
+    Tensor col = Tensor::empty(Shape{col_elems}, dtype_of<T>);
+    for (int64_t item = 0; item < items; ++item) run_item(item, col.data<T>(), true);
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "conv2d", conv2d<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "conv2d", conv2d<double>, DType::Float64);
+
+}  // namespace
+}  // namespace lumen
