@@ -1,0 +1,243 @@
+// Python object -> lumen value conversions (tensors, attributes, dtypes, shapes).
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "bindings.h"
+
+namespace lumen::python {
+namespace {
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// Releases a buffer view (dropping the reference it holds on its exporter) from any thread: the
+// last Tensor viewing NumPy memory may die on a worker thread that does not hold the GIL.
+void release_view(Py_buffer *view) {
+  // Once the interpreter is gone (or going, on another thread) leaking beats crashing.
+  if (Py_IsInitialized() && (!interpreter_finalizing() || PyGILState_Check())) {
+    nb::gil_scoped_acquire gil;
+    PyBuffer_Release(view);
+  }
+  delete view;
+}
+
+std::optional<DType> dtype_from_format(const char *format, Py_ssize_t itemsize) {
+  if (!format) format = "B";
+  char c = *format;
+  if (c == '@' || c == '=' || (c == '<' && std::endian::native == std::endian::little) ||
+      ((c == '>' || c == '!') && std::endian::native == std::endian::big))
+    c = *++format;
+  if (c == '\0' || format[1] != '\0') return std::nullopt;
+  switch (c) {
+    case 'e':
+      return DType::Float16;
+    case 'f':
+      return DType::Float32;
+    case 'd':
+      return DType::Float64;
+    case '?':
+      return DType::Bool;
+    case 'B':
+      return DType::UInt8;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
+      switch (itemsize) {
+        case 1:
+          return DType::Int8;
+        case 2:
+          return DType::Int16;
+        case 4:
+          return DType::Int32;
+        case 8:
+          return DType::Int64;
+      }
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Wraps the memory `obj` exports through the buffer protocol, or returns nullopt when it cannot be
+// described as a Tensor without copying (see to_tensor).
+std::optional<Tensor> try_wrap_buffer(nb::handle obj, bool readonly_ok) {
+  auto view = std::make_unique<Py_buffer>();
+  if (PyObject_GetBuffer(obj.ptr(), view.get(), PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  auto reject = [&view]() -> std::optional<Tensor> {
+    PyBuffer_Release(view.get());
+    return std::nullopt;
+  };
+  const Py_ssize_t itemsize = view->itemsize;
+  const std::optional<DType> dtype = dtype_from_format(view->format, itemsize);
+  if (!dtype || static_cast<Py_ssize_t>(dtype_size(*dtype)) != itemsize) return reject();
+  if ((view->readonly && !readonly_ok) || view->suboffsets) return reject();
+  if (reinterpret_cast<uintptr_t>(view->buf) % static_cast<uintptr_t>(itemsize) != 0)
+    return reject();
+
+  std::vector<int64_t> dims(view->shape, view->shape + view->ndim);
+  Shape shape(dims);
+  std::vector<int64_t> strides = contiguous_strides(shape);
+  for (int i = 0; i < view->ndim && view->strides; ++i) {
+    const Py_ssize_t s = view->strides[i];
+    if (dims[i] <= 1) continue;  // the stride of a size-1 dim is never used: keep the canonical one
+    if (s < 0 || s % itemsize != 0) return reject();
+    strides[i] = s / itemsize;
+  }
+
+  Py_buffer *raw = view.release();
+  try {
+    return Tensor::wrap(raw->buf, *dtype, shape, std::move(strides), [raw] { release_view(raw); });
+  } catch (...) {
+    PyBuffer_Release(raw);
+    delete raw;
+    throw;
+  }
+}
+
+// The NumPy dtype a fallback copy converts to; raises TypeError when there is none.
+nb::object target_dtype(nb::handle dtype, bool from_python_scalars) {
+  const std::string kind = nb::cast<std::string>(dtype.attr("kind"));
+  const auto itemsize = nb::cast<int64_t>(dtype.attr("itemsize"));
+  const char *name = nullptr;
+  if (kind == "f") {
+    name = itemsize == 2                           ? "float16"
+           : itemsize == 4                         ? "float32"
+           : itemsize == 8 && !from_python_scalars ? "float64"
+           : itemsize == 8                         ? "float32"
+                                                   : "float64";
+  } else if (kind == "i") {
+    name = itemsize == 1 ? "int8" : itemsize == 2 ? "int16" : itemsize == 4 ? "int32" : "int64";
+  } else if (kind == "u" && itemsize <= 4) {
+    name = itemsize == 1 ? "uint8" : itemsize == 2 ? "int32" : "int64";
+  } else if (kind == "b") {
+    name = "bool";
+  } else {
+    throw nb::type_error(
+        str("cannot convert an array of dtype ", nb::cast<std::string>(nb::str(dtype)),
+            " to a lumen.Tensor (supported: float16/32/64, int8/16/32/64, uint8, bool)")
+            .c_str());
+  }
+  return numpy().attr("dtype")(name);
+}
+
+}  // namespace
+
+nb::module_ numpy() {
+  return nb::module_::import_("numpy");
+}
+
+Tensor to_tensor(nb::handle obj, bool readonly_ok) {
+  if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
+  if (std::optional<Tensor> t = try_wrap_buffer(obj, readonly_ok)) return *std::move(t);
+
+  // Copy path. Plain Python numbers and lists follow lumen's defaults (float32), not NumPy's.
+  const bool from_python = PyFloat_CheckExact(obj.ptr()) || PyLong_CheckExact(obj.ptr()) ||
+                           PyBool_Check(obj.ptr()) || PyList_Check(obj.ptr()) ||
+                           PyTuple_Check(obj.ptr());
+  nb::module_ np = numpy();
+  nb::object array = np.attr("asarray")(obj);
+  nb::object target = target_dtype(array.attr("dtype"), from_python);
+  if (!array.attr("dtype").equal(target)) array = array.attr("astype")(target);
+  if (!array.is(obj))
+    if (std::optional<Tensor> t = try_wrap_buffer(array, readonly_ok)) return *std::move(t);
+  // Strides lumen cannot express, misaligned or read-only memory: a fresh C-ordered copy.
+  array = np.attr("array")(array, nb::arg("dtype") = target, nb::arg("order") = "C",
+                           nb::arg("copy") = true);
+  if (std::optional<Tensor> t = try_wrap_buffer(array, true)) return *std::move(t);
+  throw nb::type_error(
+      str("cannot convert an object of type ",
+          nb::cast<std::string>(nb::str(nb::handle(Py_TYPE(obj.ptr())).attr("__name__"))),
+          " to a lumen.Tensor")
+          .c_str());
+}
+
+DType to_dtype(nb::handle obj) {
+  if (nb::isinstance<nb::str>(obj)) {
+    const std::string name = nb::cast<std::string>(obj);
+    if (name != "bfloat16") {
+      // Let NumPy resolve aliases such as "f4" or "float"; lumen names are checked below.
+      nb::object resolved = numpy().attr("dtype")(obj);
+      return dtype_from_name(nb::cast<std::string>(resolved.attr("name")));
+    }
+    return dtype_from_name(name);
+  }
+  return dtype_from_name(nb::cast<std::string>(numpy().attr("dtype")(obj).attr("name")));
+}
+
+Shape to_shape(nb::handle obj) {
+  if (PyIndex_Check(obj.ptr())) return Shape{nb::cast<int64_t>(obj)};
+  std::vector<int64_t> dims;
+  for (nb::handle d : obj) dims.push_back(d.is_none() ? kUnknownDim : nb::cast<int64_t>(d));
+  return Shape(std::move(dims));
+}
+
+nb::tuple shape_to_tuple(const Shape &shape) {
+  nb::list dims;
+  for (int64_t d : shape)
+    if (d == kUnknownDim)
+      dims.append(nb::none());
+    else
+      dims.append(d);
+  return nb::tuple(dims);
+}
+
+Attributes to_attributes(nb::handle attrs) {
+  Attributes result;
+  if (attrs.is_none()) return result;
+  for (auto [key, value] : nb::cast<nb::dict>(attrs)) {
+    const std::string name = nb::cast<std::string>(key);
+    PyObject *v = value.ptr();
+    auto bad = [&](const char *what) {
+      return nb::type_error(str("attribute '", name, "': unsupported value of type ",
+                                Py_TYPE(v)->tp_name, " (", what, ")")
+                                .c_str());
+    };
+    if (value.is_none()) continue;
+    if (PyUnicode_Check(v)) {
+      result.set(name, nb::cast<std::string>(value));
+    } else if (PyIndex_Check(v) && !nb::hasattr(value, "shape")) {
+      result.set(name, nb::cast<int64_t>(value));
+    } else if (PyFloat_Check(v) ||
+               (!nb::hasattr(value, "shape") && nb::hasattr(value, "__float__"))) {
+      result.set(name, nb::cast<double>(value));
+    } else if (PyList_Check(v) || PyTuple_Check(v)) {
+      bool all_int = true, all_str = true, all_number = true;
+      for (nb::handle item : value) {
+        all_int &= PyIndex_Check(item.ptr()) != 0;
+        all_str &= PyUnicode_Check(item.ptr()) != 0;
+        all_number &= PyNumber_Check(item.ptr()) != 0;
+      }
+      if (all_int) {
+        result.set(name, nb::cast<std::vector<int64_t>>(value));
+      } else if (all_str) {
+        result.set(name, nb::cast<std::vector<std::string>>(value));
+      } else if (all_number) {
+        std::vector<double> values;
+        for (nb::handle item : value) values.push_back(nb::cast<double>(nb::float_(item)));
+        result.set(name, std::move(values));
+      } else {
+        throw bad("lists must hold only ints, only floats or only strings");
+      }
+    } else if (nb::isinstance<Tensor>(value) || PyObject_CheckBuffer(v)) {
+      result.set(name, to_tensor(value).clone());
+    } else {
+      throw bad("expected int, float, str, a list of those, or an array");
+    }
+  }
+  return result;
+}
+
+}  // namespace lumen::python

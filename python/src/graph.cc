@@ -1,0 +1,185 @@
+// Graph builder, Runtime and Executable bindings.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+
+namespace lumen::python {
+namespace {
+
+// The Python face of an Executable. The C++ object is owned by its Runtime, so this holds the
+// Python Runtime alive and hands the Executable back to it when collected.
+struct PyExecutable {
+  Executable *exe = nullptr;
+  nb::object runtime;  // a lumen.Runtime
+
+  PyExecutable(Executable *e, nb::object rt) : exe(e), runtime(std::move(rt)) {}
+  PyExecutable(const PyExecutable &) = delete;
+  PyExecutable &operator=(const PyExecutable &) = delete;
+  ~PyExecutable() {
+    if (exe) nb::cast<Runtime &>(runtime).release(exe);
+  }
+
+  // Read-only arrays are copied (to_tensor's default): an output may alias an input's memory.
+  std::vector<Tensor> execute(nb::args args) const {
+    std::vector<Tensor> outputs;
+    if (args.size() == 1 && nb::isinstance<nb::dict>(args[0])) {
+      std::map<std::string, Tensor> feeds;
+      for (auto [name, value] : nb::cast<nb::dict>(args[0]))
+        feeds.emplace(nb::cast<std::string>(name), to_tensor(value));
+      nb::gil_scoped_release release;
+      outputs = exe->execute(feeds);
+    } else {
+      std::vector<Tensor> inputs;
+      for (nb::handle value : args) inputs.push_back(to_tensor(value));
+      nb::gil_scoped_release release;
+      outputs = exe->execute(inputs);
+    }
+    return outputs;
+  }
+};
+
+nb::object default_runtime() {
+  nb::module_ m = nb::module_::import_("lumen._lumen");
+  nb::object rt = m.attr("_default_runtime");
+  if (rt.is_none()) {
+    rt = m.attr("Runtime")();
+    m.attr("_default_runtime") = rt;
+  }
+  return rt;
+}
+
+std::vector<Value *> to_values(nb::handle inputs) {
+  std::vector<Value *> values;
+  for (nb::handle v : inputs) values.push_back(v.is_none() ? nullptr : nb::cast<Value *>(v));
+  return values;
+}
+
+std::string info_repr(const char *kind, const std::string &name, DType dtype, const Shape &shape) {
+  return str("lumen.", kind, "('", name, "', ", dtype_name(dtype), ", ", shape.to_string(), ")");
+}
+
+}  // namespace
+
+void init_graph(nb::module_ &m) {
+  using nb::rv_policy;
+  m.attr("_default_runtime") = nb::none();
+
+  nb::class_<Runtime>(m, "Runtime", R"doc(
+Execution context: thread pool and backend choice; owns the Executables compiled for it.
+``num_threads=0`` uses all cores; ``backend=""`` places each node on the preferred backend.)doc")
+      .def(
+          "__init__",
+          [](Runtime *self, int num_threads, const std::string &backend) {
+            new (self) Runtime(RuntimeOptions{.num_threads = num_threads, .backend = backend});
+          },
+          nb::arg("num_threads") = 0, nb::arg("backend") = "")
+      .def_prop_ro("num_threads", &Runtime::num_threads)
+      .def_prop_ro("backend", [](const Runtime &rt) { return rt.options().backend; });
+
+  nb::class_<Value>(m, "Value", "An SSA value of a Graph: valid while the graph holds it.")
+      .def_prop_ro("name", &Value::name)
+      .def_prop_ro("dtype", [](const Value &v) { return std::string(dtype_name(v.dtype())); })
+      .def_prop_ro(
+          "shape",
+          [](const Value &v) -> nb::object {
+            if (!v.has_shape()) return nb::none();
+            return shape_to_tuple(v.shape());
+          },
+          "A tuple (None for unknown dims), or None when not inferred.")
+      .def_prop_ro("is_input", &Value::is_input)
+      .def_prop_ro("is_constant", &Value::is_constant)
+      .def("__repr__", [](const Value &v) {
+        return info_repr("Value", v.name(), v.dtype(), v.has_shape() ? v.shape() : Shape{});
+      });
+
+  nb::class_<ValueInfo>(m, "TensorInfo", "Name, dtype and shape of an Executable input/output.")
+      .def_ro("name", &ValueInfo::name)
+      .def_prop_ro("dtype", [](const ValueInfo &v) { return std::string(dtype_name(v.dtype)); })
+      .def_prop_ro("shape", [](const ValueInfo &v) { return shape_to_tuple(v.shape); })
+      .def("__repr__",
+           [](const ValueInfo &v) { return info_repr("TensorInfo", v.name, v.dtype, v.shape); });
+
+  nb::class_<StepInfo>(m, "Step", "One step of an Executable: node, op and backend.")
+      .def_ro("node", &StepInfo::node)
+      .def_ro("op", &StepInfo::op)
+      .def_ro("backend", &StepInfo::backend)
+      .def("__repr__", [](const StepInfo &s) {
+        return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend, "')");
+      });
+
+  nb::class_<Graph>(m, "Graph", R"doc(
+A graph under construction. Values returned by the builder methods keep the graph alive; a Value
+removed by optimize() must not be used afterwards.)doc")
+      .def(nb::init<>())
+      .def(
+          "add_input",
+          [](Graph &g, const std::string &name, nb::handle shape, nb::handle dtype) {
+            return g.add_input(name, to_shape(shape), to_dtype(dtype));
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = "float32",
+          rv_policy::reference_internal, "A runtime input; None in `shape` is an unknown dim.")
+      .def(
+          "add_weight",
+          [](Graph &g, const std::string &name, nb::handle shape, nb::handle dtype) {
+            return g.add_weight(name, to_shape(shape), to_dtype(dtype));
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = "float32",
+          rv_policy::reference_internal, "A weight filled with N(0, 1) values seeded by its name.")
+      .def(
+          "add_constant",
+          [](Graph &g, const std::string &name, nb::handle value) {
+            // A copy: later changes to the caller's array must not change the graph.
+            return g.add_constant(name, to_tensor(value).clone());
+          },
+          nb::arg("name"), nb::arg("value"), rv_policy::reference_internal,
+          "A constant holding a copy of `value` (any array-like).")
+      .def(
+          "add_op",
+          [](Graph &g, const std::string &op, nb::handle inputs, const std::string &name,
+             nb::kwargs attrs) {
+            return g.add_op(op, to_values(inputs), to_attributes(attrs), name);
+          },
+          nb::arg("op"), nb::arg("inputs"), nb::arg("name") = "", nb::arg("attrs"),
+          rv_policy::reference_internal,
+          "Adds a node (keyword arguments are its ONNX-named attributes) and returns its output.")
+      .def("mark_output", &Graph::mark_output, nb::arg("value"))
+      .def_prop_ro("inputs", &Graph::inputs, rv_policy::reference_internal)
+      .def_prop_ro("outputs", &Graph::outputs, rv_policy::reference_internal)
+      .def_prop_ro("num_nodes", &Graph::num_nodes)
+      .def("verify", &Graph::verify)
+      .def("optimize", &Graph::optimize, nb::arg("opt_level") = 2,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "compile",
+          [](const Graph &g, nb::handle runtime) {
+            nb::object rt = runtime.is_none() ? default_runtime() : nb::borrow(runtime);
+            Runtime &native = nb::cast<Runtime &>(rt);
+            Executable *exe = nullptr;
+            {
+              nb::gil_scoped_release release;
+              exe = g.compile(&native);
+            }
+            return new PyExecutable(exe, std::move(rt));
+          },
+          nb::arg("runtime") = nb::none(), rv_policy::take_ownership,
+          "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime).")
+      .def("__str__", &Graph::to_string);
+
+  nb::class_<PyExecutable>(m, "Executable", R"doc(
+A compiled graph; immutable and safe to execute from several threads at once (the GIL is released
+while it runs). It keeps its Runtime alive.)doc")
+      .def("execute", &PyExecutable::execute, nb::arg("inputs"), R"doc(
+execute(*inputs) or execute({name: array}) -> list of lumen.Tensor (zero-copy to NumPy).
+Inputs are array-likes, converted as by lumen.tensor.)doc")
+      .def("__call__", &PyExecutable::execute, nb::arg("inputs"))
+      .def_prop_ro("inputs", [](const PyExecutable &e) { return e.exe->inputs(); })
+      .def_prop_ro("outputs", [](const PyExecutable &e) { return e.exe->outputs(); })
+      .def_prop_ro("steps", [](const PyExecutable &e) { return e.exe->steps(); })
+      .def_prop_ro("runtime", [](const PyExecutable &e) { return e.runtime; })
+      .def("summary", [](const PyExecutable &e) { return e.exe->summary(); })
+      .def("__str__", [](const PyExecutable &e) { return e.exe->summary(); });
+}
+
+}  // namespace lumen::python
