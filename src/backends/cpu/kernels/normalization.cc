@@ -1,0 +1,135 @@
+// CPU batch_norm and lrn on [N, C, spatial...] tensors (spatial dims flattened into S).
+//   batch_norm: per channel a = scale / sqrt(var + eps) and b = bias - mean * a (in double, once),
+//     then y = a * x + b over each contiguous plane of S elements. The flat element range is split
+//     across the thread pool and each chunk walks the N * C planes it covers, so a few huge planes
+//     and many tiny ones (rank 2: S = 1) both parallelize. x and y may be the same memory.
+//   lrn: parallel over (n, c, block of up to kBlock spatial positions); the window's squares are
+//     summed into a stack buffer reading contiguous rows of the neighbouring channel planes, then
+//     y = x / (bias + alpha / size * sum) ^ beta (beta = 0.75, the usual value, without pow).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly
+constexpr int64_t kBlock = 256;      // spatial positions per lrn task
+
+struct Ncs {
+  int64_t n, c, s;
+};
+
+Ncs ncs(const Shape &shape) {
+  int64_t s = 1;
+  for (size_t d = 2; d < shape.rank(); ++d) s *= shape[d];
+  return {shape[0], shape[1], s};
+}
+
+template <class T>
+void batch_norm_typed(KernelContext &ctx) {
+  const Tensor &xt = ctx.input(0);
+  if (xt.numel() == 0) return;
+  const T *x = xt.data<T>();
+  const T *scale = ctx.input(1).data<T>();
+  const T *bias = ctx.input(2).data<T>();
+  const T *mean = ctx.input(3).data<T>();
+  const T *var = ctx.input(4).data<T>();
+  T *y = ctx.output(0).data<T>();
+  const double eps = ctx.attrs.get_float("epsilon", 1e-5);
+  const Ncs d = ncs(xt.shape());
+  std::vector<T> a(size_t(d.c)), b(size_t(d.c));
+  for (int64_t c = 0; c < d.c; ++c) {
+    const double ac = double(scale[c]) / std::sqrt(double(var[c]) + eps);
+    a[c] = T(ac);
+    b[c] = T(double(bias[c]) - double(mean[c]) * ac);
+  }
+  ctx.pool.parallel_for(xt.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    int64_t plane = begin / d.s;
+    int64_t c = plane % d.c;
+    for (int64_t i = begin; i < end; ++plane) {
+      const int64_t stop = std::min(end, (plane + 1) * d.s);
+      const T ac = a[c], bc = b[c];
+      for (; i < stop; ++i) y[i] = ac * x[i] + bc;
+      if (++c == d.c) c = 0;
+    }
+  });
+}
+
+// x and y point at element (n, 0, j0) and (n, c, j0); channel planes are `plane` apart.
+template <class T>
+void lrn_block(const T *x, T *y, int64_t c, int64_t channels, int64_t plane, int64_t width,
+               int64_t before, int64_t after, T k, T bias, T beta) {
+  T acc[kBlock];
+  for (int64_t j = 0; j < width; ++j) acc[j] = 0;
+  const int64_t lo = std::max<int64_t>(0, c - before);
+  const int64_t hi = std::min<int64_t>(channels - 1, c + after);
+  for (int64_t i = lo; i <= hi; ++i) {
+    const T *row = x + i * plane;
+    for (int64_t j = 0; j < width; ++j) acc[j] += row[j] * row[j];
+  }
+  const T *in = x + c * plane;
+  if (beta == T(0.75)) {
+    for (int64_t j = 0; j < width; ++j) {
+      const T den = bias + k * acc[j];
+      y[j] = in[j] / std::sqrt(den * std::sqrt(den));
+    }
+  } else {
+    for (int64_t j = 0; j < width; ++j) y[j] = in[j] / std::pow(bias + k * acc[j], beta);
+  }
+}
+
+template <class T>
+void lrn_typed(KernelContext &ctx) {
+  const Tensor &xt = ctx.input(0);
+  if (xt.numel() == 0) return;
+  const T *x = xt.data<T>();
+  T *y = ctx.output(0).data<T>();
+  const int64_t size = ctx.attrs.get_int("size", 0);
+  const T k = T(ctx.attrs.get_float("alpha", 1e-4) / double(size));
+  const T beta = T(ctx.attrs.get_float("beta", 0.75));
+  const T bias = T(ctx.attrs.get_float("bias", 1.0));
+  const int64_t before = (size - 1) / 2, after = size / 2;  // floor and ceil of (size - 1) / 2
+  const Ncs d = ncs(xt.shape());
+  const int64_t blocks = (d.s + kBlock - 1) / kBlock;
+  const int64_t window = std::min(size, d.c) + 1;  // rows read per output row, roughly
+  const int64_t grain = std::max<int64_t>(1, kGrain / (std::min(d.s, kBlock) * window));
+  ctx.pool.parallel_for(d.n * d.c * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t nc = t / blocks, j0 = (t % blocks) * kBlock;
+      const int64_t n = nc / d.c, c = nc % d.c;
+      lrn_block<T>(x + n * d.c * d.s + j0, y + nc * d.s + j0, c, d.c, d.s,
+                   std::min(kBlock, d.s - j0), before, after, k, bias, beta);
+    }
+  });
+}
+
+void batch_norm(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Float32:
+      return batch_norm_typed<float>(ctx);
+    case DType::Float64:
+      return batch_norm_typed<double>(ctx);
+    default:
+      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
+  }
+}
+
+void lrn(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Float32:
+      return lrn_typed<float>(ctx);
+    case DType::Float64:
+      return lrn_typed<double>(ctx);
+    default:
+      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "batch_norm", batch_norm, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "lrn", lrn, DType::Float32, DType::Float64);
+
+}  // namespace
+}  // namespace lumen
