@@ -38,16 +38,46 @@ struct BFloat16 {
 
 template <class T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
-template <> struct DTypeOf<Float16> { static constexpr DType value = DType::Float16; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::Int16; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct DTypeOf<Float16> {
+  static constexpr DType value = DType::Float16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::Int8;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::Int16;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::Bool;
+};
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;
 

@@ -41,7 +41,7 @@ inline int64_t checked_add(int64_t a, int64_t b, const char *what = "size") {
 
 }  // namespace lumen
 
-#define LUMEN_CHECK(cond, ...)                 \
-  do {                                         \
-    if (!(cond)) ::lumen::fail(__VA_ARGS__);   \
+#define LUMEN_CHECK(cond, ...)               \
+  do {                                       \
+    if (!(cond)) ::lumen::fail(__VA_ARGS__); \
   } while (0)

@@ -67,6 +67,7 @@ from ._lumen import (Error, Executable, Graph, Runtime, Step, Tensor, TensorInfo
 from . import _tensor  # noqa: F401  (attaches NumPy interop and operators to Tensor)
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
+from ._onnx import CompiledModel, Model, load_onnx
 
 __version__ = "0.1.0"
 
@@ -83,4 +84,4 @@ def from_dlpack(obj):
 
 __all__ = ["Error", "Executable", "Graph", "Runtime", "Step", "Tensor", "TensorInfo", "Value",
            "call_op", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
-           "tensor", "zeros"] + _ops_all
+           "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all

@@ -38,5 +38,6 @@ nb::module_ numpy();
 void init_tensor(nb::module_ &m);
 void init_ops(nb::module_ &m);
 void init_graph(nb::module_ &m);
+void init_onnx(nb::module_ &m);
 
 }  // namespace lumen::python

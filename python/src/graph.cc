@@ -148,6 +148,15 @@ removed by optimize() must not be used afterwards.)doc")
       .def_prop_ro("inputs", &Graph::inputs, rv_policy::reference_internal)
       .def_prop_ro("outputs", &Graph::outputs, rv_policy::reference_internal)
       .def_prop_ro("num_nodes", &Graph::num_nodes)
+      .def("clone", &Graph::clone, "A deep copy (constants share their memory).")
+      .def(
+          "op_counts",
+          [](const Graph &g) {
+            std::map<std::string, int> counts;
+            for (const Node *n : g.nodes()) ++counts[n->op()];
+            return counts;
+          },
+          "Number of nodes per op type.")
       .def("verify", &Graph::verify)
       .def("optimize", &Graph::optimize, nb::arg("opt_level") = 2,
            nb::call_guard<nb::gil_scoped_release>())

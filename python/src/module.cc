@@ -8,4 +8,5 @@ NB_MODULE(_lumen, m) {
   lumen::python::init_tensor(m);
   lumen::python::init_ops(m);
   lumen::python::init_graph(m);
+  lumen::python::init_onnx(m);
 }

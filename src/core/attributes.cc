@@ -5,13 +5,20 @@ namespace {
 
 const char *kind_name(const AttrValue &v) {
   switch (v.index()) {
-    case 0: return "int";
-    case 1: return "float";
-    case 2: return "string";
-    case 3: return "ints";
-    case 4: return "floats";
-    case 5: return "strings";
-    default: return "tensor";
+    case 0:
+      return "int";
+    case 1:
+      return "float";
+    case 2:
+      return "string";
+    case 3:
+      return "ints";
+    case 4:
+      return "floats";
+    case 5:
+      return "strings";
+    default:
+      return "tensor";
   }
 }
 
@@ -76,10 +83,14 @@ std::string Attributes::to_string() const {
     std::visit(
         [&](const auto &v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, Tensor>) out << v.to_string();
-          else if constexpr (std::is_same_v<T, std::string>) out << '"' << v << '"';
-          else if constexpr (std::is_arithmetic_v<T>) out << v;
-          else list(v);
+          if constexpr (std::is_same_v<T, Tensor>)
+            out << v.to_string();
+          else if constexpr (std::is_same_v<T, std::string>)
+            out << '"' << v << '"';
+          else if constexpr (std::is_arithmetic_v<T>)
+            out << v;
+          else
+            list(v);
         },
         value);
   }

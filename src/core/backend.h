@@ -27,7 +27,9 @@ class Backend {
 
   const KernelRegistry &kernels() const { return kernel_registry(name()); }
   KernelFn find_kernel(std::string_view op, DType dtype) const { return kernels().find(op, dtype); }
-  bool supports(std::string_view op, DType dtype) const { return find_kernel(op, dtype) != nullptr; }
+  bool supports(std::string_view op, DType dtype) const {
+    return find_kernel(op, dtype) != nullptr;
+  }
 };
 
 // Base for backends whose memory is host memory (reference, cpu).
@@ -47,8 +49,8 @@ std::vector<Backend *> backends();
 
 }  // namespace lumen
 
-#define LUMEN_REGISTER_BACKEND(BackendClass)                                           \
-  static const bool LUMEN_KERNEL_CONCAT(lumen_backend_registered_, __LINE__) = [] {   \
-    ::lumen::register_backend(std::make_unique<BackendClass>());                       \
-    return true;                                                                       \
+#define LUMEN_REGISTER_BACKEND(BackendClass)                                        \
+  static const bool LUMEN_KERNEL_CONCAT(lumen_backend_registered_, __LINE__) = [] { \
+    ::lumen::register_backend(std::make_unique<BackendClass>());                    \
+    return true;                                                                    \
   }()

@@ -24,9 +24,13 @@ Registry &registry() {
 
 }  // namespace
 
-std::unique_ptr<Stream> HostBackend::new_stream() { return std::make_unique<HostStream>(); }
+std::unique_ptr<Stream> HostBackend::new_stream() {
+  return std::make_unique<HostStream>();
+}
 
-void HostBackend::copy(Tensor &dst, const Tensor &src, Stream *) { dst.copy_from(src); }
+void HostBackend::copy(Tensor &dst, const Tensor &src, Stream *) {
+  dst.copy_from(src);
+}
 
 void register_backend(std::unique_ptr<Backend> backend) {
   auto &r = registry();

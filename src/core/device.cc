@@ -4,9 +4,12 @@ namespace lumen {
 
 std::string Device::to_string() const {
   switch (type) {
-    case DeviceType::CPU: return "cpu";
-    case DeviceType::CUDA: return "cuda:" + std::to_string(index);
-    case DeviceType::Metal: return "metal:" + std::to_string(index);
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::CUDA:
+      return "cuda:" + std::to_string(index);
+    case DeviceType::Metal:
+      return "metal:" + std::to_string(index);
   }
   return "unknown";
 }

@@ -35,10 +35,18 @@ const DTypeInfo &info(DType dtype) {
 
 }  // namespace
 
-size_t dtype_size(DType dtype) { return info(dtype).size; }
-std::string_view dtype_name(DType dtype) { return info(dtype).name; }
-bool is_floating(DType dtype) { return info(dtype).floating; }
-bool is_integral(DType dtype) { return !is_floating(dtype) && dtype != DType::Bool; }
+size_t dtype_size(DType dtype) {
+  return info(dtype).size;
+}
+std::string_view dtype_name(DType dtype) {
+  return info(dtype).name;
+}
+bool is_floating(DType dtype) {
+  return info(dtype).floating;
+}
+bool is_integral(DType dtype) {
+  return !is_floating(dtype) && dtype != DType::Bool;
+}
 
 DType dtype_from_name(std::string_view name) {
   for (const auto &entry : kDTypes)

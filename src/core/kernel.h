@@ -58,10 +58,10 @@ KernelRegistry &kernel_registry(std::string_view backend);
 }  // namespace lumen
 
 // LUMEN_REGISTER_KERNEL("cpu", "relu", relu_kernel, DType::Float32, DType::Float64);
-#define LUMEN_REGISTER_KERNEL(backend, op, fn, ...)                                        \
-  static const bool LUMEN_KERNEL_CONCAT(lumen_kernel_registered_, __LINE__) = [] {       \
-    ::lumen::kernel_registry(backend).add(op, {__VA_ARGS__}, fn);                         \
-    return true;                                                                          \
+#define LUMEN_REGISTER_KERNEL(backend, op, fn, ...)                                \
+  static const bool LUMEN_KERNEL_CONCAT(lumen_kernel_registered_, __LINE__) = [] { \
+    ::lumen::kernel_registry(backend).add(op, {__VA_ARGS__}, fn);                  \
+    return true;                                                                   \
   }()
 #define LUMEN_KERNEL_CONCAT_INNER(a, b) a##b
 #define LUMEN_KERNEL_CONCAT(a, b) LUMEN_KERNEL_CONCAT_INNER(a, b)

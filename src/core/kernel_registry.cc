@@ -9,7 +9,8 @@ void KernelRegistry::add(std::string op, const std::vector<DType> &dtypes, Kerne
   std::lock_guard<std::mutex> lock(mutex_);
   for (DType dtype : dtypes) {
     auto [it, inserted] = kernels_.emplace(std::make_pair(op, dtype), fn);
-    if (!inserted) fail("kernel for op '", op, "' and dtype ", dtype_name(dtype), " registered twice");
+    if (!inserted)
+      fail("kernel for op '", op, "' and dtype ", dtype_name(dtype), " registered twice");
   }
 }
 

@@ -63,7 +63,9 @@ Tensor Tensor::wrap(void *data, DType dtype, const Shape &shape, std::vector<int
   return t;
 }
 
-Device Tensor::device() const { return buffer_ ? buffer_->device() : kHostDevice; }
+Device Tensor::device() const {
+  return buffer_ ? buffer_->device() : kHostDevice;
+}
 
 void *Tensor::raw_data() const {
   if (!buffer_) fail("access to an undefined tensor");
@@ -94,8 +96,8 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::reshape(const Shape &shape) const {
   if (shape.numel() != numel())
-    fail("cannot reshape ", shape_.to_string(), " (", numel(), " elements) to ",
-         shape.to_string(), " (", shape.numel(), " elements)");
+    fail("cannot reshape ", shape_.to_string(), " (", numel(), " elements) to ", shape.to_string(),
+         " (", shape.numel(), " elements)");
   Tensor out = contiguous();
   out.shape_ = shape;
   out.strides_ = contiguous_strides(shape);

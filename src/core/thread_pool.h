@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>

@@ -22,7 +22,9 @@ Value *Graph::new_value(const std::string &name) {
   return values_.back().get();
 }
 
-bool Graph::owns(const Value *value) const { return value && find_value(value->name_) == value; }
+bool Graph::owns(const Value *value) const {
+  return value && find_value(value->name_) == value;
+}
 
 std::string Graph::unique_name(const std::string &base) {
   for (;;) {
@@ -38,7 +40,8 @@ Value *Graph::find_value(const std::string &name) const {
 
 Value *Graph::add_input(const std::string &name, const Shape &shape, DType dtype) {
   for (int64_t d : shape)
-    if (d < kUnknownDim) fail("input '", name, "': invalid dimension ", d, " in ", shape.to_string());
+    if (d < kUnknownDim)
+      fail("input '", name, "': invalid dimension ", d, " in ", shape.to_string());
   Value *v = new_value(name);
   v->dtype_ = dtype;
   v->shape_ = shape;
@@ -49,7 +52,8 @@ Value *Graph::add_input(const std::string &name, const Shape &shape, DType dtype
 }
 
 Value *Graph::add_weight(const std::string &name, const Shape &shape, DType dtype) {
-  if (dtype != DType::Float32) fail("add_weight '", name, "': only float32 weights can be generated");
+  if (dtype != DType::Float32)
+    fail("add_weight '", name, "': only float32 weights can be generated");
   return add_constant(name, Tensor::randn(shape, std::hash<std::string>{}(name)));
 }
 
@@ -104,45 +108,60 @@ Value *Graph::add_op(const std::string &op, const std::vector<Value *> &inputs,
   return n->outputs_[0];
 }
 
-void Graph::infer_node(Node *node) {
-  const OpSchema &schema = get_op(node->op_);
-  std::vector<TensorType> types(node->inputs_.size());
-  InferContext ctx{.attrs = node->attrs_, .op = node->op_, .node = node->name_};
+namespace {
+
+// Inference for a node whose inputs are given as values: types, shapes and constant values.
+// Returns nullopt when shapes must wait for run time (unknown input dims or values).
+std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t num_outputs,
+                                                        std::vector<DType> *deferred_dtypes) {
+  const OpSchema &schema = get_op(node->op());
+  std::vector<TensorType> types(node->inputs().size());
+  InferContext ctx{.attrs = node->attrs(), .op = node->op(), .node = node->name()};
   bool all_known = true;
-  for (size_t i = 0; i < node->inputs_.size(); ++i) {
-    const Value *in = node->inputs_[i];
-    if (!in) {
-      ctx.inputs.push_back(nullptr);
-      continue;
-    }
-    types[i] = {in->dtype_, in->shape_};
-    all_known = all_known && in->has_shape_ && in->shape_.is_static();
-    ctx.inputs.push_back(&types[i]);
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const Value *in = node->inputs()[i];
+    ctx.inputs.push_back(in ? &types[i] : nullptr);
+    ctx.values.push_back(in && in->is_constant() ? &in->constant() : nullptr);
+    if (!in) continue;
+    types[i] = {in->dtype(), in->shape()};
+    all_known = all_known && in->has_shape() && in->shape().is_static();
   }
-  if (!all_known) {
-    // Shapes resolve at run time; check arity now and carry the dtype of input 0 forward.
-    if (static_cast<int>(ctx.inputs.size()) < schema.min_inputs ||
-        static_cast<int>(ctx.inputs.size()) > schema.max_inputs)
-      ctx.fail("expected ", schema.min_inputs, " to ", schema.max_inputs, " inputs, got ",
-               ctx.inputs.size());
-    for (Value *out : node->outputs_) {
-      out->dtype_ = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
-      out->has_shape_ = false;
+  check_arity(schema, ctx);
+  if (all_known) {
+    try {
+      return infer_types(schema, ctx);
+    } catch (const DeferredInference &deferred) {
+      *deferred_dtypes = deferred.dtypes;
+      return std::nullopt;
     }
-    return;
   }
-  std::vector<TensorType> out = ::lumen::infer_types(schema, ctx);
+  // Shapes resolve at run time; carry the dtype of input 0 forward.
+  const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
+  deferred_dtypes->assign(num_outputs, dtype);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void Graph::infer_node(Node *node) {
+  std::vector<DType> deferred;
+  auto types = infer_node_types(node, node->outputs_.size(), &deferred);
   for (size_t i = 0; i < node->outputs_.size(); ++i) {
-    node->outputs_[i]->dtype_ = out[i].dtype;
-    node->outputs_[i]->shape_ = out[i].shape;
-    node->outputs_[i]->has_shape_ = true;
+    Value *out = node->outputs_[i];
+    out->has_shape_ = types.has_value();
+    if (types) {
+      out->dtype_ = (*types)[i].dtype;
+      out->shape_ = (*types)[i].shape;
+    } else {
+      out->dtype_ = i < deferred.size() ? deferred[i] : DType::Float32;
+      out->shape_ = Shape{};
+    }
   }
 }
 
 void Graph::mark_output(Value *value) {
   if (!value) fail("mark_output: null value");
-  if (!owns(value))
-    fail("mark_output: value '", value->name_, "' does not belong to this graph");
+  if (!owns(value)) fail("mark_output: value '", value->name_, "' does not belong to this graph");
   outputs_.push_back(value);
 }
 
@@ -211,8 +230,8 @@ void Graph::verify() const {
       if (!owned.count(in))
         fail("verify: node '", n->name_, "' uses a value that is not in the graph");
       if (!in->producer_ && !in->is_input_ && !in->is_constant())
-        fail("verify: node '", n->name_, "' (op '", n->op_, "') uses undefined value '",
-             in->name_, "'");
+        fail("verify: node '", n->name_, "' (op '", n->op_, "') uses undefined value '", in->name_,
+             "'");
     }
     for (const Value *out : n->outputs_)
       if (out->producer_ != n.get())
@@ -223,27 +242,16 @@ void Graph::verify() const {
   topological_order();  // throws on cycles
   // Stored types must agree with what inference gives now.
   for (const auto &n : nodes_) {
-    std::vector<TensorType> types(n->inputs_.size());
-    InferContext ctx{.attrs = n->attrs_, .op = n->op_, .node = n->name_};
-    bool known = true;
-    for (size_t i = 0; i < n->inputs_.size(); ++i) {
-      const Value *in = n->inputs_[i];
-      if (!in) {
-        ctx.inputs.push_back(nullptr);
-        continue;
-      }
-      known = known && in->has_shape_ && in->shape_.is_static();
-      types[i] = {in->dtype_, in->shape_};
-      ctx.inputs.push_back(&types[i]);
-    }
-    if (!known) continue;
-    const auto inferred = ::lumen::infer_types(get_op(n->op_), ctx);
-    for (size_t i = 0; i < inferred.size(); ++i) {
+    std::vector<DType> deferred;
+    const auto inferred = infer_node_types(n.get(), n->outputs_.size(), &deferred);
+    if (!inferred) continue;
+    for (size_t i = 0; i < inferred->size(); ++i) {
       const Value *out = n->outputs_[i];
-      if (out->has_shape_ && (inferred[i].dtype != out->dtype_ || inferred[i].shape != out->shape_))
+      const TensorType &t = (*inferred)[i];
+      if (out->has_shape_ && (t.dtype != out->dtype_ || t.shape != out->shape_))
         fail("verify: node '", n->name_, "' (op '", n->op_, "') output '", out->name_, "' is ",
              dtype_name(out->dtype_), " ", out->shape_.to_string(), " but inference gives ",
-             dtype_name(inferred[i].dtype), " ", inferred[i].shape.to_string());
+             dtype_name(t.dtype), " ", t.shape.to_string());
     }
   }
 }
@@ -263,8 +271,7 @@ std::string Graph::to_string() const {
   for (size_t i = 0; i < inputs_.size(); ++i) out << (i ? ", " : "") << describe(inputs_[i]);
   out << ") {\n";
   for (const auto &v : values_)
-    if (v->is_constant())
-      out << "  " << describe(v.get()) << " = constant\n";
+    if (v->is_constant()) out << "  " << describe(v.get()) << " = constant\n";
   for (const Node *n : topological_order()) {
     out << "  ";
     for (size_t i = 0; i < n->outputs_.size(); ++i)
@@ -315,8 +322,8 @@ void Graph::remove_node(Node *node) {
                                  return std::count(outs.begin(), outs.end(), v.get()) != 0;
                                }),
                 values_.end());
-  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(),
-                            [&](const auto &n) { return n.get() == node; }));
+  nodes_.erase(
+      std::find_if(nodes_.begin(), nodes_.end(), [&](const auto &n) { return n.get() == node; }));
 }
 
 void Graph::infer_types() {

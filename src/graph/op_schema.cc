@@ -24,6 +24,20 @@ const TensorType &InferContext::input(size_t i) const {
   return *inputs[i];
 }
 
+std::optional<std::vector<int64_t>> InferContext::int_values(size_t i) const {
+  const Tensor *t = value(i);
+  if (!t) return std::nullopt;
+  std::vector<int64_t> out(static_cast<size_t>(t->numel()));
+  if (t->dtype() == DType::Int64) {
+    for (size_t k = 0; k < out.size(); ++k) out[k] = t->data<int64_t>()[k];
+  } else if (t->dtype() == DType::Int32) {
+    for (size_t k = 0; k < out.size(); ++k) out[k] = t->data<int32_t>()[k];
+  } else {
+    fail("input ", i, " must be int32 or int64, got ", dtype_name(t->dtype()));
+  }
+  return out;
+}
+
 void register_op(OpSchema schema) {
   auto &t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
@@ -53,7 +67,7 @@ std::vector<std::string> registered_ops() {
   return out;
 }
 
-std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx) {
+void check_arity(const OpSchema &schema, const InferContext &ctx) {
   const auto n = static_cast<int>(ctx.inputs.size());
   if (n < schema.min_inputs || n > schema.max_inputs) {
     if (schema.min_inputs == schema.max_inputs)
@@ -62,6 +76,10 @@ std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &
   }
   for (int i = 0; i < schema.min_inputs; ++i)
     if (!ctx.inputs[i]) ctx.fail("required input ", i, " is missing");
+}
+
+std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx) {
+  check_arity(schema, ctx);
   std::vector<TensorType> out = schema.infer(ctx);
   if (static_cast<int>(out.size()) != schema.num_outputs)
     ctx.fail("inference produced ", out.size(), " outputs, schema says ", schema.num_outputs);
@@ -74,9 +92,12 @@ std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b) {
   for (size_t i = 0; i < rank; ++i) {
     const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
     const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
-    if (da == db || db == 1) dims[i] = da;
-    else if (da == 1) dims[i] = db;
-    else return std::nullopt;
+    if (da == db || db == 1)
+      dims[i] = da;
+    else if (da == 1)
+      dims[i] = db;
+    else
+      return std::nullopt;
   }
   return Shape(std::move(dims));
 }

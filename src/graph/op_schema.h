@@ -19,16 +19,32 @@ struct TensorType {
   bool operator==(const TensorType &) const = default;
 };
 
+// Thrown by inference when an output's shape depends on input values not known yet (a shape
+// computed at run time): the graph then leaves the output shapes to run time.
+struct DeferredInference {
+  std::vector<DType> dtypes;  // one per output
+};
+
 // What an inference function sees. Omitted optional inputs are nullptr.
 struct InferContext {
   std::vector<const TensorType *> inputs;
   const Attributes &attrs;
   std::string_view op;
   std::string_view node;
+  // Input values where known: constants when building a graph, every input at run time.
+  std::vector<const Tensor *> values = {};
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const TensorType &input(size_t i) const;
+  // The value of input i, or nullptr when it is only known at run time.
+  const Tensor *value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
+  // Input i's values as int64 (int32/int64 tensors); nullopt when not known yet.
+  std::optional<std::vector<int64_t>> int_values(size_t i) const;
+  // For ops whose output shapes depend on input values that are not known yet.
+  [[noreturn]] void defer(std::vector<DType> output_dtypes) const {
+    throw DeferredInference{std::move(output_dtypes)};
+  }
   // Throws lumen::Error prefixed with "op 'OP' (node 'NODE'): ".
   template <class... Args>
   [[noreturn]] void fail(const Args &...args) const {
@@ -50,9 +66,11 @@ struct OpSchema {
 
 void register_op(OpSchema schema);
 const OpSchema *find_op(std::string_view name);  // nullptr when unknown
-const OpSchema &get_op(std::string_view name);    // throws "unknown op 'x'" with the known ones
+const OpSchema &get_op(std::string_view name);   // throws "unknown op 'x'" with the known ones
 std::vector<std::string> registered_ops();
 
+// Checks the number of inputs and that required ones are present.
+void check_arity(const OpSchema &schema, const InferContext &ctx);
 // Checks arity and runs inference; every error names the op and node.
 std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx);
 
@@ -65,8 +83,8 @@ std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
 #define LUMEN_CONCAT_INNER(a, b) a##b
 #define LUMEN_CONCAT(a, b) LUMEN_CONCAT_INNER(a, b)
 // LUMEN_REGISTER_OP({.name = "relu", .infer = same_as_input, .elementwise = true});
-#define LUMEN_REGISTER_OP(...)                                                       \
-  static const bool LUMEN_CONCAT(lumen_op_registered_, __LINE__) = [] {             \
-    ::lumen::register_op(::lumen::OpSchema __VA_ARGS__);                             \
-    return true;                                                                     \
+#define LUMEN_REGISTER_OP(...)                                          \
+  static const bool LUMEN_CONCAT(lumen_op_registered_, __LINE__) = [] { \
+    ::lumen::register_op(::lumen::OpSchema __VA_ARGS__);                \
+    return true;                                                        \
   }()

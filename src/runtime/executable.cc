@@ -9,9 +9,15 @@ namespace lumen {
 Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
 
-const std::vector<ValueInfo> &Executable::inputs() const { return impl_->inputs; }
-const std::vector<ValueInfo> &Executable::outputs() const { return impl_->outputs; }
-const std::vector<StepInfo> &Executable::steps() const { return impl_->step_info; }
+const std::vector<ValueInfo> &Executable::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<ValueInfo> &Executable::outputs() const {
+  return impl_->outputs;
+}
+const std::vector<StepInfo> &Executable::steps() const {
+  return impl_->step_info;
+}
 
 namespace {
 
@@ -49,11 +55,13 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       if (step.inputs[i] < 0) {
         ctx.inputs.push_back(nullptr);
+        ctx.values.push_back(nullptr);
         continue;
       }
       step_inputs[i] = slots[step.inputs[i]];
       types[i] = {step_inputs[i].dtype(), step_inputs[i].shape()};
       ctx.inputs.push_back(&types[i]);
+      ctx.values.push_back(&step_inputs[i]);
     }
     const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
     std::vector<Tensor> outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types,

@@ -48,8 +48,10 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
   types.reserve(inputs.size());
   for (const Tensor &t : inputs) types.push_back({t.dtype(), t.defined() ? t.shape() : Shape{}});
   InferContext ictx{.attrs = attrs, .op = op, .node = op};
-  for (size_t i = 0; i < inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size(); ++i) {
     ictx.inputs.push_back(inputs[i].defined() ? &types[i] : nullptr);
+    ictx.values.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
+  }
   const std::vector<TensorType> out_types = infer_types(schema, ictx);
   const DType dtype = kernel_dtype(ictx.inputs);
   Backend &backend = select_backend(op, dtype, backend_name, op);
@@ -57,7 +59,9 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
                     default_thread_pool(), op, op);
 }
 
-std::vector<std::string> list_ops() { return registered_ops(); }
+std::vector<std::string> list_ops() {
+  return registered_ops();
+}
 
 std::vector<std::string> list_backends() {
   std::vector<std::string> names;

@@ -16,7 +16,8 @@ struct Runtime::Impl {
 };
 
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
-  if (options_.num_threads < 0) fail("Runtime: num_threads must be >= 0, got ", options_.num_threads);
+  if (options_.num_threads < 0)
+    fail("Runtime: num_threads must be >= 0, got ", options_.num_threads);
   if (!options_.backend.empty()) get_backend(options_.backend);  // unknown names fail here
   impl_ = std::make_unique<Impl>(options_.num_threads ? options_.num_threads
                                                       : ThreadPool::default_threads());
@@ -24,10 +25,16 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
 
 Runtime::~Runtime() = default;
 
-Tensor Runtime::alloc(const Shape &shape, DType dtype) const { return Tensor::zeros(shape, dtype); }
+Tensor Runtime::alloc(const Shape &shape, DType dtype) const {
+  return Tensor::zeros(shape, dtype);
+}
 
-int Runtime::num_threads() const { return impl_->pool.size(); }
-ThreadPool &Runtime::thread_pool() const { return impl_->pool; }
+int Runtime::num_threads() const {
+  return impl_->pool.size();
+}
+ThreadPool &Runtime::thread_pool() const {
+  return impl_->pool;
+}
 
 Executable *Runtime::adopt(std::unique_ptr<Executable> executable) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -38,8 +45,8 @@ Executable *Runtime::adopt(std::unique_ptr<Executable> executable) {
 void Runtime::release(const Executable *executable) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   auto &list = impl_->executables;
-  auto it = std::find_if(list.begin(), list.end(),
-                         [&](const auto &e) { return e.get() == executable; });
+  auto it =
+      std::find_if(list.begin(), list.end(), [&](const auto &e) { return e.get() == executable; });
   if (it == list.end()) fail("Runtime::release: executable is not owned by this runtime");
   list.erase(it);
 }

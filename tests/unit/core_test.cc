@@ -92,7 +92,8 @@ TEST(Tensor, ReshapeAndClone) {
 }
 
 TEST(Tensor, RandnIsDeterministicAndNormal) {
-  Tensor a = Tensor::randn({10000}, 7), b = Tensor::randn({10000}, 7), c = Tensor::randn({10000}, 8);
+  Tensor a = Tensor::randn({10000}, 7), b = Tensor::randn({10000}, 7),
+         c = Tensor::randn({10000}, 8);
   EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0);
   EXPECT_NE(std::memcmp(a.raw_data(), c.raw_data(), a.nbytes()), 0);
   double mean = 0, var = 0;

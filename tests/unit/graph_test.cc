@@ -143,7 +143,8 @@ TEST(Executable, RunsChecksInputsAndIsThreadSafe) {
       << msg;
   msg = error_of([&] { exe->execute({Tensor::zeros({2, 3}, DType::Float64)}); });
   EXPECT_TRUE(contains(msg, "float64")) << msg;
-  EXPECT_TRUE(contains(error_of([&] { exe->execute(std::vector<Tensor>{}); }), "expected 1 inputs"));
+  EXPECT_TRUE(
+      contains(error_of([&] { exe->execute(std::vector<Tensor>{}); }), "expected 1 inputs"));
   EXPECT_TRUE(contains(error_of([&] { exe->execute({{"y", in}}); }), "missing input 'x'"));
 
   std::vector<std::thread> threads;

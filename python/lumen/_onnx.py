@@ -1,0 +1,98 @@
+"""ONNX models: ``lumen.load_onnx(path_or_bytes)`` -> Model; ``model.compile()`` -> CompiledModel."""
+
+import os
+
+import numpy as _np
+
+from . import _lumen
+
+__all__ = ["load_onnx", "Model", "CompiledModel"]
+
+
+def _info(v):
+    return {"name": v.name, "dtype": v.dtype, "shape": v.shape}
+
+
+class Model:
+    """An imported ONNX model: its Lumen graph plus input/output descriptions.
+
+    ``inputs`` / ``outputs`` are lists of dicts with ``name``, ``dtype`` and ``shape`` (a tuple;
+    None marks a symbolic or unknown dimension)."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self._default = None
+
+    @property
+    def inputs(self):
+        return [_info(v) for v in self.graph.inputs]
+
+    @property
+    def outputs(self):
+        return [_info(v) for v in self.graph.outputs]
+
+    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None):
+        """Optimizes a copy of the graph and compiles it. ``backend`` forces every node onto one
+        backend ("cpu", "reference"); empty picks the preferred backend per node."""
+        graph = self.graph.clone()
+        graph.optimize(opt_level)
+        if runtime is None:
+            runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
+        return CompiledModel(graph.compile(runtime), graph)
+
+    def __call__(self, *args, **feeds):
+        if self._default is None:
+            self._default = self.compile()
+        return self._default(*args, **feeds)
+
+    def run(self, feeds):
+        if self._default is None:
+            self._default = self.compile()
+        return self._default.run(feeds)
+
+
+class CompiledModel:
+    """A compiled model. ``run(feeds)`` returns a list of NumPy arrays (views of Lumen's output
+    memory, no copy); ``model(x)`` for a single input or ``model(**feeds)`` returns one array when
+    the model has one output, else the list."""
+
+    def __init__(self, executable, graph):
+        self.executable = executable
+        self.graph = graph
+
+    @property
+    def inputs(self):
+        return [{"name": i.name, "dtype": i.dtype, "shape": i.shape} for i in self.executable.inputs]
+
+    @property
+    def outputs(self):
+        return [{"name": o.name, "dtype": o.dtype, "shape": o.shape}
+                for o in self.executable.outputs]
+
+    def run(self, feeds):
+        return [_np.asarray(t) for t in self.executable.execute(dict(feeds))]
+
+    def __call__(self, *args, **feeds):
+        if args and feeds:
+            raise TypeError("pass inputs either positionally or by name, not both")
+        if args:
+            outs = [_np.asarray(t) for t in self.executable.execute(*args)]
+        else:
+            outs = self.run(feeds)
+        return outs[0] if len(outs) == 1 else outs
+
+
+def load_onnx(model):
+    """Loads an ONNX model from a path (str or os.PathLike) or from serialized bytes.
+
+    External data files are read relative to the model's folder and must stay inside it. Every
+    unsupported op is listed in one lumen.Error."""
+    if not _lumen.has_onnx:
+        raise _lumen.Error("this lumen build has no ONNX importer (built without Protobuf/onnx)")
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return Model(_lumen.load_onnx_bytes(bytes(model)))
+    if isinstance(model, (str, os.PathLike)):
+        return Model(_lumen.load_onnx_path(os.fspath(model)))
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+        return Model(_lumen.load_onnx_bytes(model.SerializeToString()))
+    raise TypeError(f"load_onnx expects a path, bytes or an onnx.ModelProto, got {type(model)!r}")
