@@ -22,7 +22,8 @@ ensure_system_packages() {
   command -v ninja >/dev/null || missing+=(ninja-build)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v python3 >/dev/null || missing+=(python3)
-  for pkg in libopenblas-dev libgtest-dev; do
+  command -v protoc >/dev/null || missing+=(protobuf-compiler)
+  for pkg in libopenblas-dev libgtest-dev libprotobuf-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if command -v python3 >/dev/null; then
