@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lumen's one entry point. Installs what is missing, builds, and runs.
-#   ./run.sh demo    set up, build, run the main job (the quickstarts)
+#   ./run.sh demo    set up, build, run the quickstarts and the main job (ResNet-50 from ONNX)
 #   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest)
 #   ./run.sh build   set up and build only
 #   ./run.sh         same as `./run.sh test`
@@ -70,6 +70,9 @@ run_tests() {
   ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc 2>/dev/null || echo 2)"
   log "Python tests"
   PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
+  log "ONNX conformance (fails on a regression against tests/onnx/expected_pass.txt)"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" -m lumen.conformance \
+    --expect "$ROOT/tests/onnx/expected_pass.txt" --json "$BUILD_DIR/conformance.json"
 }
 
 run_demo() {
@@ -77,6 +80,8 @@ run_demo() {
   "$BUILD_DIR/quickstart"
   log "Python quickstart (examples/python/quickstart.py)"
   PYTHONPATH="$BUILD_DIR/python" "$PY" "$ROOT/examples/python/quickstart.py"
+  log "Main job: ResNet-50 from ONNX (examples/python/onnx_demo.py)"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" "$ROOT/examples/python/onnx_demo.py"
 }
 
 case "${1:-test}" in

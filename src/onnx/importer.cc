@@ -147,12 +147,21 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
              "' is not defined by an initializer, a graph input or an earlier node");
       inputs.push_back(it->second);
     }
-    NodeContext ctx(graph, node, opset, std::move(inputs), convert_attributes(node, base_dir));
-    std::vector<Value *> outputs = find_converter(domain, node.op_type(), opset)->convert(ctx);
+    std::vector<Value *> outputs;
+    try {
+      NodeContext ctx(graph, node, opset, std::move(inputs), convert_attributes(node, base_dir));
+      outputs = find_converter(domain, node.op_type(), opset)->convert(ctx);
+    } catch (const Error &e) {
+      // Errors from shared code (attributes, graph building) get the ONNX node named first.
+      const std::string msg = e.what();
+      if (msg.rfind("ONNX node", 0) == 0) throw;
+      fail("ONNX node '", node.name(), "' (op '", node.op_type(), "', opset ", opset, "): ", msg);
+    }
     for (int k = 0; k < node.output_size(); ++k) {
       if (node.output(k).empty()) continue;
       if (k >= static_cast<int>(outputs.size()) || !outputs[k])
-        ctx.fail("output ", k, " ('", node.output(k), "') is not produced by Lumen's converter");
+        fail("ONNX node '", node.name(), "' (op '", node.op_type(), "'): output ", k, " ('",
+             node.output(k), "') is not produced by Lumen's converter");
       define(node.output(k), outputs[k], "node output");
     }
   }
