@@ -19,6 +19,22 @@ enum class DType : uint8_t {
   Int64,
   UInt8,
   Bool,
+  // Appended so the values above keep their numbers.
+  UInt16,
+  UInt32,
+  UInt64,
+  // Narrow types (ONNX FLOAT8*, INT4/UINT4, FLOAT4E2M1, INT2/UINT2, FLOAT8E8M0). Every element
+  // takes one byte in Lumen memory (sub-byte types are unpacked), like ml_dtypes' NumPy types.
+  Float8E4M3FN,
+  Float8E4M3FNUZ,
+  Float8E5M2,
+  Float8E5M2FNUZ,
+  UInt4,
+  Int4,
+  Float4E2M1,
+  Float8E8M0,
+  UInt2,
+  Int2,
 };
 
 size_t dtype_size(DType dtype);
@@ -27,6 +43,8 @@ std::string_view dtype_name(DType dtype);
 DType dtype_from_name(std::string_view name);
 bool is_floating(DType dtype);
 bool is_integral(DType dtype);
+// The narrow types added for ONNX (float8, float4, int4, int2 families).
+bool is_narrow(DType dtype);
 
 // Half-precision types are stored, not computed with, on the host: 16-bit payloads.
 struct Float16 {
@@ -34,6 +52,38 @@ struct Float16 {
 };
 struct BFloat16 {
   uint16_t bits;
+};
+// Narrow types: one byte per element holding the type's bit pattern in its low bits, upper bits
+// zero (the layout of ml_dtypes' NumPy types; int4 -1 is 0x0F).
+struct Float8E4M3FN {
+  uint8_t bits;
+};
+struct Float8E4M3FNUZ {
+  uint8_t bits;
+};
+struct Float8E5M2 {
+  uint8_t bits;
+};
+struct Float8E5M2FNUZ {
+  uint8_t bits;
+};
+struct Float8E8M0 {
+  uint8_t bits;
+};
+struct Float4E2M1 {
+  uint8_t bits;
+};
+struct Int4 {
+  uint8_t bits;
+};
+struct UInt4 {
+  uint8_t bits;
+};
+struct Int2 {
+  uint8_t bits;
+};
+struct UInt2 {
+  uint8_t bits;
 };
 
 template <class T>
@@ -75,8 +125,60 @@ struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::UInt8;
 };
 template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::UInt16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::UInt32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::UInt64;
+};
+template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::Bool;
+};
+template <>
+struct DTypeOf<Float8E4M3FN> {
+  static constexpr DType value = DType::Float8E4M3FN;
+};
+template <>
+struct DTypeOf<Float8E4M3FNUZ> {
+  static constexpr DType value = DType::Float8E4M3FNUZ;
+};
+template <>
+struct DTypeOf<Float8E5M2> {
+  static constexpr DType value = DType::Float8E5M2;
+};
+template <>
+struct DTypeOf<Float8E5M2FNUZ> {
+  static constexpr DType value = DType::Float8E5M2FNUZ;
+};
+template <>
+struct DTypeOf<Float8E8M0> {
+  static constexpr DType value = DType::Float8E8M0;
+};
+template <>
+struct DTypeOf<Float4E2M1> {
+  static constexpr DType value = DType::Float4E2M1;
+};
+template <>
+struct DTypeOf<Int4> {
+  static constexpr DType value = DType::Int4;
+};
+template <>
+struct DTypeOf<UInt4> {
+  static constexpr DType value = DType::UInt4;
+};
+template <>
+struct DTypeOf<Int2> {
+  static constexpr DType value = DType::Int2;
+};
+template <>
+struct DTypeOf<UInt2> {
+  static constexpr DType value = DType::UInt2;
 };
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;

@@ -28,8 +28,9 @@ Graphs::
 Tensors and NumPy
 -----------------
 * ``Tensor.dtype`` is a string ("float32", "int64", ...); NumPy accepts it (``np.dtype(t.dtype)``).
-  Supported: float32, float64, float16, int8, int16, int32, int64, uint8, bool (bfloat16 exists
-  in lumen but has no NumPy/buffer view).
+  Supported: float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16,
+  uint32, uint64, bool (bfloat16 has no buffer-protocol format: ``numpy()`` views it as
+  ``ml_dtypes.bfloat16``).
 * ``Tensor.shape`` is a tuple, ``Tensor.strides`` is in *elements*.
 * Lumen -> NumPy is always zero-copy: ``t.numpy()``, ``np.asarray(t)`` (``__array__`` honours NumPy
   2's ``copy=`` keyword), the buffer protocol (``memoryview(t)``) and DLPack
@@ -44,9 +45,8 @@ Tensors and NumPy
   fresh C-ordered array: negative strides (``a[::-1]``), strides that are not multiples of the
   item size (fields of structured arrays), misaligned data, read-only arrays (except as op inputs,
   which are never written, so they are wrapped), unsupported dtypes that convert losslessly
-  (uint16 -> int32, uint32 -> int64, long double -> float64), non-native byte order, and Python
-  scalars and lists (floats become float32, ints int64). uint64, complex, string and object
-  arrays raise TypeError.
+  (long double -> float64), non-native byte order, and Python scalars and lists (floats become
+  float32, ints int64). Complex, string and object arrays raise TypeError.
 * In binary ops a Python scalar takes the dtype of the other operand (``t * 2`` stays float32).
 * ``Graph.add_constant`` copies its array: later changes to the array do not affect the graph.
 

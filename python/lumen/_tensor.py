@@ -6,9 +6,22 @@ from . import _lumen, _ops
 
 Tensor = _lumen.Tensor
 
+# Lumen dtypes NumPy sees through ml_dtypes (same names; one byte each except bfloat16).
+_ML_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                        "float8_e5m2fnuz", "uint4", "int4", "float4_e2m1fn", "float8_e8m0fnu",
+                        "uint2", "int2"})
+
 
 def numpy(self):
-    """A NumPy array viewing this tensor's memory (no copy; it keeps the tensor alive)."""
+    """A NumPy array viewing this tensor's memory (no copy; it keeps the tensor alive).
+
+    bfloat16 and the narrow types (float8_e4m3fn, int4, float4_e2m1fn, ...) have no
+    buffer-protocol format: they are viewed as the ``ml_dtypes`` type of the same name (the types
+    onnx uses), which needs the ml_dtypes package."""
+    if self.dtype in _ML_DTYPES:
+        import ml_dtypes
+
+        return np.asarray(memoryview(self._bits())).view(getattr(ml_dtypes, self.dtype))
     return np.asarray(memoryview(self))
 
 

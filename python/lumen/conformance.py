@@ -117,6 +117,8 @@ def _as_array(x):
 
     if isinstance(x, onnx.TensorProto):
         return numpy_helper.to_array(x)
+    if isinstance(x, np.generic):  # a NumPy scalar is a rank-0 tensor
+        return np.asarray(x)
     return x
 
 

@@ -45,7 +45,22 @@ std::optional<DType> dtype_from_format(const char *format, Py_ssize_t itemsize) 
     case '?':
       return DType::Bool;
     case 'B':
-      return DType::UInt8;
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
+      switch (itemsize) {
+        case 1:
+          return DType::UInt8;
+        case 2:
+          return DType::UInt16;
+        case 4:
+          return DType::UInt32;
+        case 8:
+          return DType::UInt64;
+      }
+      return std::nullopt;
     case 'b':
     case 'h':
     case 'i':
@@ -120,14 +135,14 @@ nb::object target_dtype(nb::handle dtype, bool from_python_scalars) {
                                                    : "float64";
   } else if (kind == "i") {
     name = itemsize == 1 ? "int8" : itemsize == 2 ? "int16" : itemsize == 4 ? "int32" : "int64";
-  } else if (kind == "u" && itemsize <= 4) {
-    name = itemsize == 1 ? "uint8" : itemsize == 2 ? "int32" : "int64";
+  } else if (kind == "u") {
+    name = itemsize == 1 ? "uint8" : itemsize == 2 ? "uint16" : itemsize == 4 ? "uint32" : "uint64";
   } else if (kind == "b") {
     name = "bool";
   } else {
     throw nb::type_error(
         str("cannot convert an array of dtype ", nb::cast<std::string>(nb::str(dtype)),
-            " to a lumen.Tensor (supported: float16/32/64, int8/16/32/64, uint8, bool)")
+            " to a lumen.Tensor (supported: float16/32/64, int8/16/32/64, uint8/16/32/64, bool)")
             .c_str());
   }
   return numpy().attr("dtype")(name);
@@ -139,6 +154,26 @@ nb::module_ numpy() {
   return nb::module_::import_("numpy");
 }
 
+namespace {
+
+bool is_ml_dtypes_name(const std::string &name) {
+  for (const char *n : {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                        "uint4", "int4", "float4_e2m1fn", "float8_e8m0fnu", "uint2", "int2"})
+    if (name == n) return true;
+  return false;
+}
+
+// The lumen dtype of an ml_dtypes NumPy dtype (bfloat16, float8_*, int4 ...), if it is one.
+std::optional<DType> ml_dtypes_dtype(nb::handle np_dtype) {
+  const std::string name = nb::cast<std::string>(np_dtype.attr("name"));
+  const int64_t itemsize = nb::cast<int64_t>(np_dtype.attr("itemsize"));
+  if (name == "bfloat16" && itemsize == 2) return DType::BFloat16;
+  if (itemsize == 1 && is_ml_dtypes_name(name)) return dtype_from_name(name);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Tensor to_tensor(nb::handle obj, bool readonly_ok) {
   if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
   if (std::optional<Tensor> t = try_wrap_buffer(obj, readonly_ok)) return *std::move(t);
@@ -149,6 +184,19 @@ Tensor to_tensor(nb::handle obj, bool readonly_ok) {
                            PyTuple_Check(obj.ptr());
   nb::module_ np = numpy();
   nb::object array = np.attr("asarray")(obj);
+  // ml_dtypes' bfloat16, float8, int4 ... (NumPy kind 'V' mostly) have no buffer format: copy
+  // their bits as unsigned integers of the same width and retag them.
+  if (std::optional<DType> ml = ml_dtypes_dtype(array.attr("dtype"))) {
+    nb::object bits = np.attr("array")(
+        array.attr("view")(dtype_size(*ml) == 2 ? np.attr("uint16") : np.attr("uint8")),
+        nb::arg("order") = "C", nb::arg("copy") = true);
+    std::optional<Tensor> t = try_wrap_buffer(bits, true);
+    if (!t)
+      throw nb::type_error(
+          str("cannot convert a ", dtype_name(*ml), " array to a lumen.Tensor").c_str());
+    Tensor words = *std::move(t);
+    return Tensor::wrap(words.raw_data(), *ml, words.shape(), words.strides(), [words] {});
+  }
   nb::object target = target_dtype(array.attr("dtype"), from_python);
   if (!array.attr("dtype").equal(target)) array = array.attr("astype")(target);
   if (!array.is(obj))
@@ -167,7 +215,7 @@ Tensor to_tensor(nb::handle obj, bool readonly_ok) {
 DType to_dtype(nb::handle obj) {
   if (nb::isinstance<nb::str>(obj)) {
     const std::string name = nb::cast<std::string>(obj);
-    if (name != "bfloat16") {
+    if (name != "bfloat16" && !is_ml_dtypes_name(name)) {
       // Let NumPy resolve aliases such as "f4" or "float"; lumen names are checked below.
       nb::object resolved = numpy().attr("dtype")(obj);
       return dtype_from_name(nb::cast<std::string>(resolved.attr("name")));

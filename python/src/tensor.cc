@@ -30,19 +30,26 @@ const char *buffer_format(DType dtype) {
       return "q";
     case DType::UInt8:
       return "B";
+    case DType::UInt16:
+      return "H";
+    case DType::UInt32:
+      return "I";
+    case DType::UInt64:
+      return "Q";
     case DType::Bool:
       return "?";
-    case DType::BFloat16:
+    default:  // bfloat16 and the narrow (float8, int4, ...) types: no PEP 3118 format
       return nullptr;
   }
-  return nullptr;
 }
 
 nb::dlpack::dtype dlpack_dtype(DType dtype) {
   using Code = nb::dlpack::dtype_code;
   Code code = is_floating(dtype) ? Code::Float : Code::Int;
   if (dtype == DType::BFloat16) code = Code::Bfloat;
-  if (dtype == DType::UInt8) code = Code::UInt;
+  if (dtype == DType::UInt8 || dtype == DType::UInt16 || dtype == DType::UInt32 ||
+      dtype == DType::UInt64)
+    code = Code::UInt;
   if (dtype == DType::Bool) code = Code::Bool;
   return {static_cast<uint8_t>(code), static_cast<uint8_t>(dtype_size(dtype) * 8), 1};
 }
@@ -60,7 +67,7 @@ int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   if (!t.defined()) return refuse("lumen.Tensor: undefined tensor");
   if (!t.device().is_host()) return refuse("lumen.Tensor: only host tensors expose a buffer");
   const char *format = buffer_format(t.dtype());
-  if (!format) return refuse("lumen.Tensor: bfloat16 has no buffer-protocol format");
+  if (!format) return refuse("lumen.Tensor: this dtype has no buffer-protocol format");
   const bool contiguous = t.is_contiguous();
   if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous)
     return refuse("lumen.Tensor: not contiguous; request a strided buffer");
@@ -107,6 +114,9 @@ nb::object tensor_dlpack(nb::handle self, nb::kwargs kwargs) {
   const Tensor &t = nb::cast<const Tensor &>(self);
   if (!t.device().is_host())
     throw nb::buffer_error("lumen.Tensor: only host tensors export DLPack");
+  if (is_narrow(t.dtype()))
+    throw nb::buffer_error(
+        str("lumen.Tensor: ", dtype_name(t.dtype()), " tensors do not export DLPack").c_str());
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   nb::ndarray<nb::array_api> array(t.numel() ? t.raw_data() : nullptr, t.rank(), shape.data(), self,
                                    t.strides().data(), dlpack_dtype(t.dtype()),
@@ -141,6 +151,20 @@ buffer. Copying a Tensor object shares memory; ``clone()`` copies. ``lumen.Tenso
           "strides", [](const Tensor &t) { return nb::tuple(nb::cast(t.strides())); },
           "Strides in elements (NumPy's are in bytes).")
       .def_prop_ro("device", [](const Tensor &t) { return t.device().to_string(); })
+      .def(
+          "_bits",
+          [](const Tensor &t) {
+            // The same memory as unsigned integers of the same width: how bfloat16 and the
+            // narrow (float8, int4, ...) tensors reach NumPy (viewed back as ml_dtypes types).
+            const size_t size = dtype_size(t.dtype());
+            const DType as = size == 1   ? DType::UInt8
+                             : size == 2 ? DType::UInt16
+                             : size == 4 ? DType::UInt32
+                                         : DType::UInt64;
+            return Tensor::wrap(
+                t.numel() ? t.raw_data() : nullptr, as, t.shape(), t.strides(), [t] {}, t.device());
+          },
+          "A view of this tensor's memory as unsigned integers of the same width.")
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("contiguous", &Tensor::contiguous,
            "This tensor if C-contiguous, else a contiguous copy.")

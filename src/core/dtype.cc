@@ -14,7 +14,7 @@ struct DTypeInfo {
   bool floating;
 };
 
-constexpr std::array<DTypeInfo, 10> kDTypes{{
+constexpr std::array<DTypeInfo, 23> kDTypes{{
     {DType::Float32, "float32", 4, true},
     {DType::Float16, "float16", 2, true},
     {DType::BFloat16, "bfloat16", 2, true},
@@ -25,6 +25,19 @@ constexpr std::array<DTypeInfo, 10> kDTypes{{
     {DType::Int64, "int64", 8, false},
     {DType::UInt8, "uint8", 1, false},
     {DType::Bool, "bool", 1, false},
+    {DType::UInt16, "uint16", 2, false},
+    {DType::UInt32, "uint32", 4, false},
+    {DType::UInt64, "uint64", 8, false},
+    {DType::Float8E4M3FN, "float8_e4m3fn", 1, true},
+    {DType::Float8E4M3FNUZ, "float8_e4m3fnuz", 1, true},
+    {DType::Float8E5M2, "float8_e5m2", 1, true},
+    {DType::Float8E5M2FNUZ, "float8_e5m2fnuz", 1, true},
+    {DType::UInt4, "uint4", 1, false},
+    {DType::Int4, "int4", 1, false},
+    {DType::Float4E2M1, "float4_e2m1fn", 1, true},
+    {DType::Float8E8M0, "float8_e8m0fnu", 1, true},
+    {DType::UInt2, "uint2", 1, false},
+    {DType::Int2, "int2", 1, false},
 }};
 
 const DTypeInfo &info(DType dtype) {
@@ -48,12 +61,19 @@ bool is_integral(DType dtype) {
   return !is_floating(dtype) && dtype != DType::Bool;
 }
 
+bool is_narrow(DType dtype) {
+  return static_cast<size_t>(dtype) >= static_cast<size_t>(DType::Float8E4M3FN) &&
+         static_cast<size_t>(dtype) < kDTypes.size();
+}
+
 DType dtype_from_name(std::string_view name) {
   for (const auto &entry : kDTypes)
     if (entry.name == name) return entry.dtype;
-  fail("unknown dtype '", name,
-       "' (expected one of float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, "
-       "bool)");
+  fail(
+      "unknown dtype '", name,
+      "' (expected one of float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, "
+      "uint16, uint32, uint64, bool, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
+      "uint4, int4, float4_e2m1fn, float8_e8m0fnu, uint2, int2)");
 }
 
 }  // namespace lumen

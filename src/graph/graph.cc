@@ -135,9 +135,16 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
       return std::nullopt;
     }
   }
-  // Shapes resolve at run time; carry the dtype of input 0 forward.
-  const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
-  deferred_dtypes->assign(num_outputs, dtype);
+  // Shapes resolve at run time. Inference over the unknown dims still gives the output dtypes
+  // (shape, cast, comparisons...); where it cannot run, carry the dtype of input 0 forward.
+  try {
+    for (const TensorType &t : infer_types(schema, ctx)) deferred_dtypes->push_back(t.dtype);
+  } catch (const DeferredInference &deferred) {
+    *deferred_dtypes = deferred.dtypes;
+  } catch (const Error &) {
+    const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
+    deferred_dtypes->assign(num_outputs, dtype);
+  }
   return std::nullopt;
 }
 

@@ -78,7 +78,6 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
       fail("ONNX model imports domain '", domain, "' at invalid opset ", o.version());
     opsets[domain] = static_cast<int>(o.version());
   }
-  if (!opsets.count("")) fail("ONNX model does not import the default ONNX domain");
 
   const onnx::GraphProto &g = model.graph();
   // Name every node (messages need it) and check ops before converting anything.
@@ -127,7 +126,7 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
   for (const auto &in : g.input()) {
     if (scope.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
     const std::string what = "graph input '" + in.name() + "'";
-    if (!in.type().has_tensor_type()) fail(what, ": only tensor inputs are supported");
+    if (!in.type().has_tensor_type()) fail(what, ": only tensor inputs are supported (sequence, map and optional inputs are not supported)");
     const DType dtype = dtype_from_onnx(in.type().tensor_type().elem_type(), what);
     define(in.name(), graph.add_input(in.name(), shape_from_type(in.type(), what), dtype), "input");
   }

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "lumen/error.h"
 
@@ -18,6 +19,12 @@ DType dtype_from_onnx(int onnx_type, const std::string &what) {
       return DType::Float32;
     case onnx::TensorProto::UINT8:
       return DType::UInt8;
+    case onnx::TensorProto::UINT16:
+      return DType::UInt16;
+    case onnx::TensorProto::UINT32:
+      return DType::UInt32;
+    case onnx::TensorProto::UINT64:
+      return DType::UInt64;
     case onnx::TensorProto::INT8:
       return DType::Int8;
     case onnx::TensorProto::INT16:
@@ -34,6 +41,26 @@ DType dtype_from_onnx(int onnx_type, const std::string &what) {
       return DType::Float64;
     case onnx::TensorProto::BFLOAT16:
       return DType::BFloat16;
+    case onnx::TensorProto::FLOAT8E4M3FN:
+      return DType::Float8E4M3FN;
+    case onnx::TensorProto::FLOAT8E4M3FNUZ:
+      return DType::Float8E4M3FNUZ;
+    case onnx::TensorProto::FLOAT8E5M2:
+      return DType::Float8E5M2;
+    case onnx::TensorProto::FLOAT8E5M2FNUZ:
+      return DType::Float8E5M2FNUZ;
+    case onnx::TensorProto::UINT4:
+      return DType::UInt4;
+    case onnx::TensorProto::INT4:
+      return DType::Int4;
+    case onnx::TensorProto::FLOAT4E2M1:
+      return DType::Float4E2M1;
+    case onnx::TensorProto::FLOAT8E8M0:
+      return DType::Float8E8M0;
+    case onnx::TensorProto::UINT2:
+      return DType::UInt2;
+    case onnx::TensorProto::INT2:
+      return DType::Int2;
     default:
       break;
   }
@@ -110,6 +137,33 @@ void copy_typed(const Field &field, int64_t numel, const std::string &what, cons
   for (int64_t i = 0; i < numel; ++i) store(i, field.Get(static_cast<int>(i)));
 }
 
+// Bits per element of the types ONNX packs several to a byte (0: not packed).
+int packed_bits(DType dtype) {
+  switch (dtype) {
+    case DType::UInt4:
+    case DType::Int4:
+    case DType::Float4E2M1:
+      return 4;
+    case DType::UInt2:
+    case DType::Int2:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// Unpacks ONNX's packed sub-byte storage (first element in the least significant bits) into one
+// byte per element (the element's bits in the low bits, as Lumen stores these types).
+void unpack_sub_byte(const uint8_t *src, DType dtype, int64_t numel, char *dst) {
+  const int bits = packed_bits(dtype);
+  const int per_byte = 8 / bits;
+  const unsigned mask = (1u << bits) - 1u;
+  for (int64_t i = 0; i < numel; ++i) {
+    const unsigned v = (src[i / per_byte] >> ((i % per_byte) * bits)) & mask;
+    dst[i] = static_cast<char>(static_cast<uint8_t>(v));
+  }
+}
+
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_dir,
@@ -123,6 +177,28 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
   Tensor t = Tensor::empty(shape, dtype);
   const size_t nbytes = t.nbytes();
   char *dst = static_cast<char *>(t.raw_data());
+
+  if (const int bits = packed_bits(dtype)) {
+    const int per_byte = 8 / bits;
+    const size_t packed = static_cast<size_t>((numel + per_byte - 1) / per_byte);
+    std::vector<uint8_t> bytes(packed);
+    if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+      read_external(proto, base_dir, what, bytes.data(), packed);
+    } else if (proto.has_raw_data()) {
+      if (proto.raw_data().size() != packed)
+        fail(what, ": raw_data has ", proto.raw_data().size(), " bytes, expected ", packed, " (",
+             dtype_name(dtype), " ", shape.to_string(), ", packed ", per_byte, " per byte)");
+      std::memcpy(bytes.data(), proto.raw_data().data(), packed);
+    } else {
+      if (static_cast<size_t>(proto.int32_data().size()) != packed)
+        fail(what, ": int32_data holds ", proto.int32_data().size(), " values, expected ", packed,
+             " (", dtype_name(dtype), " ", shape.to_string(), ", packed ", per_byte, " per value)");
+      for (size_t i = 0; i < packed; ++i)
+        bytes[i] = static_cast<uint8_t>(proto.int32_data(static_cast<int>(i)) & 0xFF);
+    }
+    unpack_sub_byte(bytes.data(), dtype, numel, dst);
+    return t;
+  }
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     read_external(proto, base_dir, what, dst, nbytes);
@@ -148,6 +224,16 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
       copy_typed(proto.int64_data(), numel, what, "int64_data",
                  [&](int64_t i, int64_t v) { t.data<int64_t>()[i] = v; });
       break;
+    case DType::UInt32:
+    case DType::UInt64:
+      // ONNX stores uint32 and uint64 in uint64_data.
+      copy_typed(proto.uint64_data(), numel, what, "uint64_data", [&](int64_t i, uint64_t v) {
+        if (dtype == DType::UInt32)
+          t.data<uint32_t>()[i] = static_cast<uint32_t>(v);
+        else
+          t.data<uint64_t>()[i] = v;
+      });
+      break;
     case DType::Int32:
       copy_typed(proto.int32_data(), numel, what, "int32_data",
                  [&](int64_t i, int32_t v) { t.data<int32_t>()[i] = v; });
@@ -155,9 +241,15 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
     case DType::Int16:
     case DType::Int8:
     case DType::UInt8:
+    case DType::UInt16:
     case DType::Bool:
     case DType::Float16:
-    case DType::BFloat16: {
+    case DType::BFloat16:
+    case DType::Float8E4M3FN:
+    case DType::Float8E4M3FNUZ:
+    case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ:
+    case DType::Float8E8M0: {
       // Narrow types are stored widened in int32_data; keep the low bytes (little-endian).
       const size_t elem = dtype_size(dtype);
       copy_typed(proto.int32_data(), numel, what, "int32_data", [&](int64_t i, int32_t v) {
@@ -166,6 +258,8 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
       });
       break;
     }
+    default:
+      fail(what, ": element type ", dtype_name(dtype), " cannot be decoded");  // packed: above
   }
   return t;
 }

@@ -184,7 +184,8 @@ TEST(ActivationTest, SchemasAreElementwise) {
 
 TEST(ActivationTest, Errors) {
   const Tensor ints = Tensor::from_vector<int32_t>({2}, {1, 2});
-  expect_error([&] { call_op("relu", {ints}); }, {"relu", "int32"});
+  const Tensor flags = Tensor::from_vector<bool>({2}, {true, false});
+  expect_error([&] { call_op("relu", {flags}); }, {"relu", "bool"});
   expect_error([&] { call_op("sigmoid", {ints}, {}, "cpu"); }, {"sigmoid", "int32"});
   const Tensor x = random_tensor({3}, 1);
   expect_error(

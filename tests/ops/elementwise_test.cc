@@ -222,11 +222,10 @@ TEST(ElementwiseTest, DtypeMismatchIsError) {
   const Tensor b = random_tensor({3}, 2, -1, 1, DType::Int32);
   expect_error([&] { call_op("mul", {a, b}); }, {"mul", "float32", "int32"});
   expect_error([&] { call_op("add", {b, a}, {}, "cpu"); }, {"add", "int32", "float32"});
-  // pow is float-only.
-  expect_error([&] { call_op("pow", {b, b}); }, {"pow", "int32"});
-  // Unsupported dtypes.
-  const Tensor u = Tensor::zeros({2}, DType::UInt8);
-  expect_error([&] { call_op("add", {u, u}); }, {"add", "uint8"});
+  // bool is not numeric.
+  const Tensor u = Tensor::zeros({2}, DType::Bool);
+  expect_error([&] { call_op("add", {u, u}); }, {"add", "bool"});
+  expect_error([&] { call_op("pow", {a, u}); }, {"pow", "bool"});
   expect_error([&] { call_op("add", {a}); }, {"add", "expected 2 inputs, got 1"});
 }
 
@@ -246,6 +245,77 @@ TEST(ElementwiseTest, InferenceWithUnknownDims) {
   const TensorType c{DType::Float32, Shape{kUnknownDim, 2}}, d{DType::Float32, Shape{5, 3}};
   InferContext bad{.inputs = {&c, &d}, .attrs = attrs, .op = "mul", .node = "n2"};
   expect_error([&] { infer_types(get_op("mul"), bad); }, {"mul", "n2", "[?, 2]", "[5, 3]"});
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+template <class T>
+std::vector<T> vals(const Tensor &t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+
+TEST(ElementwiseTest, SmallAndUnsignedIntegersWrap) {
+  for (const std::string backend : {"reference", "cpu"}) {
+    const Tensor a = Tensor::from_vector<int8_t>({3}, {127, -128, 10});
+    const Tensor b = Tensor::from_vector<int8_t>({3}, {1, -1, -3});
+    EXPECT_EQ(vals<int8_t>(call_op("add", {a, b}, {}, backend)[0]),
+              (std::vector<int8_t>{-128, 127, 7}));
+    EXPECT_EQ(vals<int8_t>(call_op("div", {a, b}, {}, backend)[0]),
+              (std::vector<int8_t>{127, -128, -3}));
+    const Tensor c = Tensor::from_vector<uint16_t>({2}, {65535, 3});
+    const Tensor d = Tensor::from_vector<uint16_t>({2}, {65535, 5});
+    EXPECT_EQ(vals<uint16_t>(call_op("mul", {c, d}, {}, backend)[0]),
+              (std::vector<uint16_t>{1, 15}));
+    EXPECT_EQ(vals<uint16_t>(call_op("sub", {c, d}, {}, backend)[0]),
+              (std::vector<uint16_t>{0, 65534}));
+    // Division by UINT_MAX is a plain unsigned division.
+    const Tensor e = Tensor::from_vector<uint32_t>({2}, {7, 4294967295u});
+    const Tensor f = Tensor::from_vector<uint32_t>({2}, {4294967295u, 4294967295u});
+    EXPECT_EQ(vals<uint32_t>(call_op("div", {e, f}, {}, backend)[0]),
+              (std::vector<uint32_t>{0, 1}));
+    const Tensor g = Tensor::from_vector<uint64_t>({2}, {5, 1});
+    const Tensor h = Tensor::from_vector<uint64_t>({1}, {3});
+    EXPECT_EQ(vals<uint64_t>(call_op("maximum", {g, h}, {}, backend)[0]),
+              (std::vector<uint64_t>{5, 3}));
+  }
+}
+
+TEST(ElementwiseTest, HalfPrecisionRoundsToNearestEven) {
+  // float16 1.0 = 0x3C00, 2^-11 = 0x1000 (half an ulp of 1): 1 + 2^-11 ties to even -> 1.0;
+  // 1 + 3 * 2^-11 ties up to 1 + 2^-9 (0x3C02).
+  const Tensor a = Tensor::from_vector<Float16>({2}, {Float16{0x3C00}, Float16{0x3C01}});
+  const Tensor b = Tensor::from_vector<Float16>({2}, {Float16{0x1000}, Float16{0x1000}});
+  for (const std::string backend : {"reference", "cpu"}) {
+    const Tensor y = call_op("add", {a, b}, {}, backend)[0];
+    EXPECT_EQ(y.data<Float16>()[0].bits, 0x3C00);
+    EXPECT_EQ(y.data<Float16>()[1].bits, 0x3C02);
+  }
+  // bfloat16 1.0 = 0x3F80; 1.5 * 2 = 3 = 0x4040.
+  const Tensor c = Tensor::from_vector<BFloat16>({1}, {BFloat16{0x3FC0}});
+  const Tensor d = Tensor::from_vector<BFloat16>({1}, {BFloat16{0x4000}});
+  EXPECT_EQ(call_op("mul", {c, d})[0].data<BFloat16>()[0].bits, 0x4040);
+}
+
+TEST(ElementwiseTest, PowMixedDtypes) {
+  for (const std::string backend : {"reference", "cpu"}) {
+    const Tensor fb = Tensor::from_vector<float>({3}, {1.5f, 2, -2});
+    const Tensor ie = Tensor::from_vector<int64_t>({3}, {2, -1, 3});
+    const Tensor y = call_op("pow", {fb, ie}, {}, backend)[0];
+    EXPECT_EQ(y.dtype(), DType::Float32);
+    EXPECT_EQ(vals<float>(y), (std::vector<float>{2.25f, 0.5f, -8}));
+    const Tensor ib = Tensor::from_vector<int32_t>({3}, {2, 3, -2});
+    const Tensor fe = Tensor::from_vector<float>({3}, {3, 0.5f, 2});
+    const Tensor z = call_op("pow", {ib, fe}, {}, backend)[0];
+    EXPECT_EQ(z.dtype(), DType::Int32);
+    EXPECT_EQ(vals<int32_t>(z), (std::vector<int32_t>{8, 1, 4}));
+    const Tensor ie2 = Tensor::from_vector<int32_t>({3}, {10, 2, -1});
+    EXPECT_EQ(vals<int32_t>(call_op("pow", {ib, ie2}, {}, backend)[0]),
+              (std::vector<int32_t>{1024, 9, 0}));
+  }
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ inline double element_as_double(const Tensor &t, int64_t i) {
     case DType::Int64: return double(t.data<int64_t>()[i]);
     case DType::UInt8: return t.data<uint8_t>()[i];
     case DType::Int8: return t.data<int8_t>()[i];
+    case DType::Int16: return t.data<int16_t>()[i];
+    case DType::UInt16: return t.data<uint16_t>()[i];
+    case DType::UInt32: return t.data<uint32_t>()[i];
+    case DType::UInt64: return double(t.data<uint64_t>()[i]);
     case DType::Bool: return t.data<bool>()[i];
     default: ADD_FAILURE() << "element_as_double: unsupported dtype"; return 0;
   }

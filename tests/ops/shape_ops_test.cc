@@ -311,3 +311,90 @@ TEST(ShapeOpsTest, InferenceWithUnknownDims) {
 
 }  // namespace
 }  // namespace lumen
+
+namespace lumen {
+namespace {
+
+Tensor i64(std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
+
+// ---- reshape with a shape input, squeeze, unsqueeze, flatten ---------------------------------
+
+TEST(ShapeOpsTest, ReshapeShapeInput) {
+  const Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  for (const std::string backend : {"reference", "cpu"}) {
+    const Tensor y = call_op("reshape", {x, i64({3, -1})}, {}, backend).at(0);
+    EXPECT_EQ(y.shape(), (Shape{3, 2}));
+    EXPECT_EQ(values<float>(y), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(call_op("reshape", {x, i64({0, 1, -1})}, {}, backend).at(0).shape(),
+              (Shape{2, 1, 3}));
+  }
+  expect_error([&] { call_op("reshape", {x, i64({4, 2})}); }, {"reshape", "[2, 3]", "[4, 2]"});
+  expect_error(
+      [&] {
+        call_op("reshape", {x, Tensor::from_vector<float>({1}, {6})});
+      },
+      {"reshape", "int32 or int64"});
+}
+
+TEST(ShapeOpsTest, SqueezeUnsqueezeFlatten) {
+  const Tensor x = Tensor::from_vector<int32_t>({1, 3, 1, 2}, {1, 2, 3, 4, 5, 6});
+  for (const std::string backend : {"reference", "cpu"}) {
+    EXPECT_EQ(call_op("squeeze", {x}, {}, backend).at(0).shape(), (Shape{3, 2}));
+    EXPECT_EQ(call_op("squeeze", {x, i64({-2})}, {}, backend).at(0).shape(), (Shape{1, 3, 2}));
+    EXPECT_EQ(call_op("squeeze", {x}, {{"axes", std::vector<int64_t>{0}}}, backend).at(0).shape(),
+              (Shape{3, 1, 2}));
+    const Tensor u = call_op("unsqueeze", {x, i64({0, -1})}, {}, backend).at(0);
+    EXPECT_EQ(u.shape(), (Shape{1, 1, 3, 1, 2, 1}));
+    EXPECT_EQ(values<int32_t>(u), (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(call_op("unsqueeze", {x}, {{"axes", std::vector<int64_t>{2}}}, backend).at(0).shape(),
+              (Shape{1, 3, 1, 1, 2}));
+    EXPECT_EQ(call_op("flatten", {x}, {{"axis", int64_t{2}}}, backend).at(0).shape(),
+              (Shape{3, 2}));
+    EXPECT_EQ(call_op("flatten", {x}, {{"axis", int64_t{0}}}, backend).at(0).shape(),
+              (Shape{1, 6}));
+    EXPECT_EQ(call_op("flatten", {x}, {{"axis", int64_t{-1}}}, backend).at(0).shape(),
+              (Shape{3, 2}));
+  }
+  expect_error([&] { call_op("squeeze", {x, i64({1})}); }, {"squeeze", "axis 1", "size 3"});
+  expect_error([&] { call_op("squeeze", {x, i64({4})}); }, {"squeeze", "out of range"});
+  expect_error([&] { call_op("unsqueeze", {x}); }, {"unsqueeze", "axes"});
+  expect_error([&] { call_op("unsqueeze", {x, i64({1, 1})}); }, {"unsqueeze", "repeated"});
+  expect_error([&] { call_op("unsqueeze", {x, i64({6})}); }, {"unsqueeze", "out of range"});
+  expect_error([&] { call_op("flatten", {x}, {{"axis", int64_t{5}}}); }, {"flatten", "axis 5"});
+}
+
+TEST(ShapeOpsTest, ShapeSizeConstantOfShape) {
+  const Tensor x = random_tensor({2, 3, 4}, 1);
+  for (const std::string backend : {"reference", ""}) {
+    EXPECT_EQ(values<int64_t>(call_op("shape", {x}, {}, backend).at(0)),
+              (std::vector<int64_t>{2, 3, 4}));
+    EXPECT_EQ(
+        values<int64_t>(
+            call_op("shape", {x}, {{"start", int64_t{-2}}, {"end", int64_t{10}}}, backend).at(0)),
+        (std::vector<int64_t>{3, 4}));
+    EXPECT_EQ(
+        call_op("shape", {x}, {{"start", int64_t{2}}, {"end", int64_t{1}}}, backend).at(0).shape(),
+        (Shape{0}));
+    const Tensor n = call_op("size", {x}, {}, backend).at(0);
+    EXPECT_EQ(n.shape(), Shape{});
+    EXPECT_EQ(n.data<int64_t>()[0], 24);
+    const Tensor z = call_op("constant_of_shape", {i64({2, 2})}, {}, backend).at(0);
+    EXPECT_EQ(values<float>(z), (std::vector<float>{0, 0, 0, 0}));
+    const Tensor seven = call_op("constant_of_shape", {i64({3})},
+                                 {{"value", Tensor::from_vector<int32_t>({1}, {7})}}, backend)
+                             .at(0);
+    EXPECT_EQ(values<int32_t>(seven), (std::vector<int32_t>{7, 7, 7}));
+    EXPECT_EQ(call_op("constant_of_shape", {i64({2, 0})}, {}, backend).at(0).shape(),
+              (Shape{2, 0}));
+  }
+  expect_error(
+      [&] {
+        call_op("constant_of_shape", {i64({2, -1})});
+      },
+      {"constant_of_shape", "negative"});
+}
+
+}  // namespace
+}  // namespace lumen

@@ -256,9 +256,9 @@ def _malformed_cases():
     cases["maxpool_kernel_too_big"] = make_model(
         [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[5, 5])], [f32("x", [1, 1, 3, 3])],
         [f32("y", None)])
-    cases["relu_on_int"] = make_model(
+    cases["relu_on_bool"] = make_model(
         [helper.make_node("Relu", ["x"], ["y"])],
-        [helper.make_tensor_value_info("x", TensorProto.INT64, [2])], [f32("y", None)])
+        [helper.make_tensor_value_info("x", TensorProto.BOOL, [2])], [f32("y", None)])
     cases["batchnorm_param_length"] = make_model(
         [helper.make_node("BatchNormalization", ["x", "s", "s", "s", "s"], ["y"])],
         [f32("x", [1, 3, 2, 2])], [f32("y", None)],

@@ -131,7 +131,7 @@ def test_python_values_are_copied_with_lumen_defaults():
     assert lumen.tensor([[1, 2]]).dtype == "int64"
     assert lumen.tensor(True).dtype == "bool"
     assert lumen.tensor(3.0).shape == ()
-    assert lumen.tensor(np.arange(3, dtype=np.uint16)).dtype == "int32"
+    assert lumen.tensor(np.arange(3, dtype=np.uint16)).dtype == "uint16"
     assert lumen.tensor(np.float64(2)).dtype == "float64"
 
 

@@ -43,9 +43,9 @@ TEST(Graph, BuildInfersTypesAndPrints) {
 
 TEST(Graph, ErrorsNameOpNodeAndTypes) {
   Graph g;
-  Value *x = g.add_input("x", {2, 3}, DType::Int32);
+  Value *x = g.add_input("x", {2, 3}, DType::Bool);
   const std::string msg = error_of([&] { g.add_op("relu", {x}, {}, "r1"); });
-  EXPECT_TRUE(contains(msg, "relu") && contains(msg, "r1") && contains(msg, "int32")) << msg;
+  EXPECT_TRUE(contains(msg, "relu") && contains(msg, "r1") && contains(msg, "bool")) << msg;
   EXPECT_TRUE(contains(error_of([&] { g.add_op("no_such_op", {x}); }), "unknown op 'no_such_op'"));
   EXPECT_TRUE(contains(error_of([&] { g.add_op("relu", {x, x}); }), "expected 1 inputs, got 2"));
   // A failed add_op leaves the graph unchanged.

@@ -4,7 +4,9 @@
 // Attribute defaults follow ONNX.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <limits>
 #include <string>
 
@@ -107,11 +109,19 @@ template <class T>
 struct Clip {
   T lo, hi;
   explicit Clip(const Attributes &a)
-      : lo(T(a.get_float("min", -std::numeric_limits<double>::infinity()))),
-        hi(T(a.get_float("max", std::numeric_limits<double>::infinity()))) {}
+      : lo(bound(a.get_float("min", -std::numeric_limits<double>::infinity()))),
+        hi(bound(a.get_float("max", std::numeric_limits<double>::infinity()))) {}
   T operator()(T x) const {
     const T v = x < lo ? lo : x;
     return v > hi ? hi : v;
+  }
+  // Integer bounds are clamped to T's range first: casting an out-of-range double is undefined.
+  static T bound(double v) {
+    if constexpr (std::is_integral_v<T>) {
+      v = std::clamp(v, double(std::numeric_limits<T>::lowest()),
+                     double(std::numeric_limits<T>::max()));
+    }
+    return T(v);
   }
 };
 
@@ -136,13 +146,17 @@ struct Sqrt {
 template <class T>
 struct Neg {
   explicit Neg(const Attributes &) {}
-  T operator()(T x) const { return -x; }
+  T operator()(T x) const {
+    // Integers wrap (-INT_MIN == INT_MIN) instead of overflowing.
+    if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+    else return -x;
+  }
 };
 
 template <class T>
 struct Abs {
   explicit Abs(const Attributes &) {}
-  T operator()(T x) const { return std::abs(x); }
+  T operator()(T x) const { return x < T(0) ? Neg<T>(Attributes{})(x) : x; }
 };
 
 }  // namespace lumen::act

@@ -9,8 +9,17 @@ namespace {
 
 std::vector<TensorType> same_as_input(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected a float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!is_floating(x.dtype)) ctx.fail("expected a floating-point input, got ", dtype_name(x.dtype));
+  return {x};
+}
+
+// relu, clip, neg, abs also take signed integers.
+std::vector<TensorType> signed_numeric(const InferContext &ctx) {
+  const TensorType &x = ctx.input(0);
+  const DType d = x.dtype;
+  if (!is_floating(d) && d != DType::Int8 && d != DType::Int16 && d != DType::Int32 &&
+      d != DType::Int64)
+    ctx.fail("expected a floating-point or signed integer input, got ", dtype_name(d));
   return {x};
 }
 
@@ -25,10 +34,10 @@ std::vector<TensorType> infer_clip(const InferContext &ctx) {
   const double lo = ctx.attrs.get_float("min", -INFINITY);
   const double hi = ctx.attrs.get_float("max", INFINITY);
   if (std::isnan(lo) || std::isnan(hi)) ctx.fail("attributes min and max must not be NaN");
-  return same_as_input(ctx);
+  return signed_numeric(ctx);
 }
 
-LUMEN_REGISTER_OP({.name = "relu", .infer = same_as_input, .elementwise = true});
+LUMEN_REGISTER_OP({.name = "relu", .infer = signed_numeric, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "leaky_relu", .infer = same_as_input, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "sigmoid", .infer = same_as_input, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "tanh", .infer = same_as_input, .elementwise = true});
@@ -42,8 +51,8 @@ LUMEN_REGISTER_OP({.name = "clip", .infer = infer_clip, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "exp", .infer = same_as_input, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "log", .infer = same_as_input, .elementwise = true});
 LUMEN_REGISTER_OP({.name = "sqrt", .infer = same_as_input, .elementwise = true});
-LUMEN_REGISTER_OP({.name = "neg", .infer = same_as_input, .elementwise = true});
-LUMEN_REGISTER_OP({.name = "abs", .infer = same_as_input, .elementwise = true});
+LUMEN_REGISTER_OP({.name = "neg", .infer = signed_numeric, .elementwise = true});
+LUMEN_REGISTER_OP({.name = "abs", .infer = signed_numeric, .elementwise = true});
 
 }  // namespace
 }  // namespace lumen

@@ -1,5 +1,6 @@
 // Binary element-wise ops with NumPy broadcasting: add, sub, mul, div, pow, maximum, minimum.
-// Both inputs have the same dtype; the output has that dtype and the broadcast shape.
+// Both inputs have the same numeric dtype (pow: the exponent may differ); the output has input 0's
+// dtype and the broadcast shape.
 #include <algorithm>
 
 #include "graph/op_schema.h"
@@ -30,17 +31,15 @@ std::optional<Shape> broadcast_dynamic(const Shape &a, const Shape &b) {
   return Shape(std::move(dims));
 }
 
-std::vector<TensorType> infer_binary_impl(const InferContext &ctx, bool float_only) {
+// Same dtype for both inputs, any numeric dtype. Pow (mixed = true) lets the exponent have another
+// numeric dtype: the output has the base's dtype, as in ONNX.
+std::vector<TensorType> infer_binary_impl(const InferContext &ctx, bool mixed) {
   const TensorType &a = ctx.input(0), &b = ctx.input(1);
-  if (a.dtype != b.dtype)
+  if (a.dtype == DType::Bool || b.dtype == DType::Bool)
+    ctx.fail("expected numeric inputs, got ", dtype_name(a.dtype), " and ", dtype_name(b.dtype));
+  if (!mixed && a.dtype != b.dtype)
     ctx.fail("both inputs must have the same dtype, got ", dtype_name(a.dtype), " and ",
              dtype_name(b.dtype));
-  const bool is_float = a.dtype == DType::Float32 || a.dtype == DType::Float64;
-  const bool is_int = a.dtype == DType::Int32 || a.dtype == DType::Int64;
-  if (float_only && !is_float)
-    ctx.fail("expected float32 or float64 inputs, got ", dtype_name(a.dtype));
-  if (!is_float && !is_int)
-    ctx.fail("expected float32, float64, int32 or int64 inputs, got ", dtype_name(a.dtype));
   std::optional<Shape> shape = broadcast_dynamic(a.shape, b.shape);
   if (!shape)
     ctx.fail("shapes ", a.shape.to_string(), " and ", b.shape.to_string(),
@@ -51,7 +50,7 @@ std::vector<TensorType> infer_binary_impl(const InferContext &ctx, bool float_on
 std::vector<TensorType> infer_binary(const InferContext &ctx) {
   return infer_binary_impl(ctx, false);
 }
-std::vector<TensorType> infer_binary_float(const InferContext &ctx) {
+std::vector<TensorType> infer_pow(const InferContext &ctx) {
   return infer_binary_impl(ctx, true);
 }
 
@@ -59,7 +58,7 @@ LUMEN_REGISTER_OP({.name = "add", .min_inputs = 2, .max_inputs = 2, .infer = inf
 LUMEN_REGISTER_OP({.name = "sub", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
 LUMEN_REGISTER_OP({.name = "mul", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
 LUMEN_REGISTER_OP({.name = "div", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
-LUMEN_REGISTER_OP({.name = "pow", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary_float});
+LUMEN_REGISTER_OP({.name = "pow", .min_inputs = 2, .max_inputs = 2, .infer = infer_pow});
 LUMEN_REGISTER_OP({.name = "maximum", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
 LUMEN_REGISTER_OP({.name = "minimum", .min_inputs = 2, .max_inputs = 2, .infer = infer_binary});
 

@@ -9,8 +9,9 @@ namespace lumen {
 namespace {
 
 void check_float_dtypes(const InferContext &ctx, const TensorType &a, const TensorType &b) {
-  if (a.dtype != DType::Float32 && a.dtype != DType::Float64)
-    ctx.fail("expected float32 or float64 inputs, got ", dtype_name(a.dtype));
+  if (a.dtype != DType::Float32 && a.dtype != DType::Float64 && a.dtype != DType::Float16 &&
+      a.dtype != DType::BFloat16)
+    ctx.fail("expected float32, float64, float16 or bfloat16 inputs, got ", dtype_name(a.dtype));
   if (b.dtype != a.dtype)
     ctx.fail("inputs must have the same dtype, got ", dtype_name(a.dtype), " and ",
              dtype_name(b.dtype));

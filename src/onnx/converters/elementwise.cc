@@ -42,26 +42,32 @@ LUMEN_REGISTER_ONNX_CONVERTER("Sum", 8, variadic("add"));
 LUMEN_REGISTER_ONNX_CONVERTER("Max", 8, variadic("maximum"));
 LUMEN_REGISTER_ONNX_CONVERTER("Min", 8, variadic("minimum"));
 
-// Clip: bounds are attributes before opset 11, optional (constant) inputs from 11 on.
+// Clip: bounds are attributes before opset 11, optional inputs from 11 on. Constant bounds become
+// the clip op's attributes; bounds known only at run time become maximum/minimum.
 std::vector<Value *> convert_clip(NodeContext &ctx) {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   if (ctx.opset() < 11) {
     lo = ctx.attrs().get_float("min", lo);
     hi = ctx.attrs().get_float("max", hi);
-  } else {
-    auto bound = [&](size_t i, double fallback) {
-      if (!ctx.has_input(i)) return fallback;
-      const Tensor *t = ctx.constant_input(i);
-      if (!t || t->numel() != 1) ctx.fail("bound input ", i, " must be a constant scalar");
-      if (t->dtype() == DType::Float32) return double(t->data<float>()[0]);
-      if (t->dtype() == DType::Float64) return t->data<double>()[0];
-      ctx.fail("bound input ", i, " has unsupported dtype ", dtype_name(t->dtype()));
-    };
-    lo = bound(1, lo);
-    hi = bound(2, hi);
+    return {ctx.emit("clip", {ctx.input(0)}, {{"min", lo}, {"max", hi}})};
   }
-  return {ctx.emit("clip", {ctx.input(0)}, {{"min", lo}, {"max", hi}})};
+  auto constant_bound = [&](size_t i, double *out) {
+    if (!ctx.has_input(i)) return true;
+    const Tensor *t = ctx.constant_input(i);
+    if (!t || t->numel() != 1) return false;
+    if (t->dtype() == DType::Float32) *out = t->data<float>()[0];
+    else if (t->dtype() == DType::Float64) *out = t->data<double>()[0];
+    else return false;
+    return true;
+  };
+  if (constant_bound(1, &lo) && constant_bound(2, &hi))
+    return {ctx.emit("clip", {ctx.input(0)}, {{"min", lo}, {"max", hi}})};
+  Value *y = ctx.input(0);
+  if (ctx.has_input(1))
+    y = ctx.has_input(2) ? ctx.add("maximum", {y, ctx.input(1)}) : ctx.emit("maximum", {y, ctx.input(1)});
+  if (ctx.has_input(2)) y = ctx.emit("minimum", {y, ctx.input(2)});
+  return {y};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Clip", 6, convert_clip);
 

@@ -1,5 +1,7 @@
 // Neural-network ONNX ops: convolution, pooling, dense layers, normalization, softmax.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "onnx/converters/util.h"
 
@@ -9,8 +11,7 @@ namespace {
 // The spatial attributes shared by Conv and the pools, resolved to Lumen's explicit form.
 Attributes spatial_attrs(NodeContext &ctx, const Shape &x, const std::vector<int64_t> &kernel) {
   const size_t spatial = kernel.size();
-  if (spatial != 2)
-    ctx.fail("only 2-D spatial ops are supported, got kernel ", Shape(kernel).to_string());
+  if (spatial == 0) ctx.fail("kernel_shape is required and must not be empty");
   const auto strides = ctx.attrs().get_ints("strides", std::vector<int64_t>(spatial, 1));
   const auto dilations = ctx.attrs().get_ints("dilations", std::vector<int64_t>(spatial, 1));
   if (strides.size() != spatial || dilations.size() != spatial)
@@ -20,11 +21,17 @@ Attributes spatial_attrs(NodeContext &ctx, const Shape &x, const std::vector<int
   return attrs;
 }
 
+bool is_f32_or_f64(const Value *v) {
+  return v->dtype() == DType::Float32 || v->dtype() == DType::Float64;
+}
+
+// The 2-D ops (conv2d, max_pool2d, avg_pool2d) are the fast path; everything else (1-D, 3-D,
+// other dtypes, pooling indices, dilated average pooling) goes to the N-d reference ops.
 std::vector<Value *> convert_conv(NodeContext &ctx) {
   Value *x = ctx.input(0), *w = ctx.input(1);
   const Shape &ws = static_shape(ctx, w, "weight");
-  if (ws.rank() != 4) ctx.fail("only 2-D convolution is supported (weight ", ws.to_string(), ")");
-  const std::vector<int64_t> kernel{ws[2], ws[3]};
+  if (ws.rank() < 3) ctx.fail("weight must be [M, C/group, k...], got ", ws.to_string());
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   if (ctx.attrs().has("kernel_shape") && ctx.attrs().get_ints("kernel_shape", {}) != kernel)
     ctx.fail("kernel_shape does not match the weight ", ws.to_string());
   Attributes attrs = spatial_attrs(ctx, x->has_shape() ? x->shape() : Shape{}, kernel);
@@ -32,31 +39,113 @@ std::vector<Value *> convert_conv(NodeContext &ctx) {
   attrs.set("group", ctx.attrs().get_int("group", 1));
   std::vector<Value *> inputs{x, w};
   if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
-  return {ctx.emit("conv2d", inputs, attrs)};
+  const bool fast = kernel.size() == 2 && is_f32_or_f64(x);
+  return {ctx.emit(fast ? "conv2d" : "conv_nd", inputs, attrs)};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Conv", 1, convert_conv);
 
+// ConvTranspose: explicit pads, or (auto_pad SAME_* / output_shape) pads derived from the
+// wanted output size as ONNX defines them.
+std::vector<Value *> convert_conv_transpose(NodeContext &ctx) {
+  Value *x = ctx.input(0), *w = ctx.input(1);
+  const Shape &ws = static_shape(ctx, w, "weight");
+  if (ws.rank() < 3) ctx.fail("weight must be [C, M/group, k...], got ", ws.to_string());
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  const size_t k = kernel.size();
+  if (ctx.attrs().has("kernel_shape") && ctx.attrs().get_ints("kernel_shape", {}) != kernel)
+    ctx.fail("kernel_shape does not match the weight ", ws.to_string());
+  const auto strides = ctx.attrs().get_ints("strides", std::vector<int64_t>(k, 1));
+  const auto dilations = ctx.attrs().get_ints("dilations", std::vector<int64_t>(k, 1));
+  const auto opad = ctx.attrs().get_ints("output_padding", std::vector<int64_t>(k, 0));
+  if (strides.size() != k || dilations.size() != k || opad.size() != k)
+    ctx.fail("strides/dilations/output_padding must have ", k, " values");
+  std::vector<int64_t> out_shape = ctx.attrs().get_ints("output_shape", {});
+  if (out_shape.size() == k + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != k)
+    ctx.fail("output_shape must have ", k, " values, got ", out_shape.size());
+  const std::string auto_pad = ctx.attrs().get_string("auto_pad", "NOTSET");
+  Attributes attrs{{"strides", strides},
+                   {"dilations", dilations},
+                   {"output_padding", opad},
+                   {"group", ctx.attrs().get_int("group", 1)}};
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const Shape &xs = static_shape(ctx, x, "input");
+    if (xs.rank() != k + 2) ctx.fail("input ", xs.to_string(), " must have rank ", k + 2);
+    if (out_shape.empty())
+      for (size_t i = 0; i < k; ++i) out_shape.push_back(checked_mul(xs[i + 2], strides[i]));
+    std::vector<int64_t> pads(2 * k);
+    for (size_t i = 0; i < k; ++i) {
+      const int64_t total = strides[i] * (xs[i + 2] - 1) + opad[i] +
+                            ((kernel[i] - 1) * dilations[i] + 1) - out_shape[i];
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[i + k] = auto_pad == "SAME_UPPER" ? total - half : half;
+    }
+    attrs.set("pads", pads);
+  } else if (auto_pad == "NOTSET" || auto_pad == "VALID") {
+    const auto pads = auto_pad == "VALID"
+                          ? std::vector<int64_t>(2 * k, 0)
+                          : ctx.attrs().get_ints("pads", std::vector<int64_t>(2 * k, 0));
+    if (pads.size() != 2 * k) ctx.fail("pads has ", pads.size(), " values, expected ", 2 * k);
+    attrs.set("pads", pads);
+  } else {
+    ctx.fail("unknown auto_pad '", auto_pad, "'");
+  }
+  if (!out_shape.empty()) attrs.set("output_shape", out_shape);
+  std::vector<Value *> inputs{x, w};
+  if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
+  return {ctx.emit("conv_transpose", inputs, attrs)};
+}
+LUMEN_REGISTER_ONNX_CONVERTER("ConvTranspose", 1, convert_conv_transpose);
+
 Converter pool(const std::string &op) {
   return [op](NodeContext &ctx) -> std::vector<Value *> {
-    if (ctx.num_outputs() > 1 && !ctx.node().output(1).empty())
-      ctx.fail("the Indices output is not supported");
+    const bool want_indices = ctx.num_outputs() > 1 && !ctx.node().output(1).empty();
     Value *x = ctx.input(0);
     const auto kernel = ctx.attrs().get_ints("kernel_shape", {});
     Attributes attrs = spatial_attrs(ctx, x->has_shape() ? x->shape() : Shape{}, kernel);
     attrs.set("ceil_mode", ctx.attrs().get_int("ceil_mode", 0));
+    bool fast = kernel.size() == 2 && is_f32_or_f64(x);
     if (op == "avg_pool2d") {
-      attrs.erase("dilations");
-      if (ctx.attrs().get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
-        ctx.fail("dilated average pooling is not supported");
+      const auto dil = ctx.attrs().get_ints("dilations", std::vector<int64_t>(kernel.size(), 1));
+      if (dil != std::vector<int64_t>(kernel.size(), 1)) fast = false;
       attrs.set("count_include_pad", ctx.attrs().get_int("count_include_pad", 0));
+      if (fast) {
+        attrs.erase("dilations");
+        return {ctx.emit(op, {x}, attrs)};
+      }
+      return {ctx.emit("avg_pool_nd", {x}, attrs)};
     }
-    return {ctx.emit(op, {x}, attrs)};
+    if (op == "lp_pool") {
+      attrs.set("p", ctx.attrs().get_float("p", 2.0));
+      return {ctx.emit(op, {x}, attrs)};
+    }
+    // MaxPool.
+    if (fast && !want_indices) return {ctx.emit(op, {x}, attrs)};
+    attrs.set("storage_order", ctx.attrs().get_int("storage_order", 0));
+    const std::string base =
+        ctx.node().output(0).empty() ? ctx.node().name() : ctx.node().output(0);
+    Node *node = ctx.graph().add_node("max_pool_nd", {x}, attrs, base + "/max_pool_nd");
+    if (want_indices) return {node->output(0), node->output(1)};
+    return {node->output(0)};
   };
 }
 LUMEN_REGISTER_ONNX_CONVERTER("MaxPool", 1, pool("max_pool2d"));
 LUMEN_REGISTER_ONNX_CONVERTER("AveragePool", 1, pool("avg_pool2d"));
+LUMEN_REGISTER_ONNX_CONVERTER("LpPool", 1, pool("lp_pool"));
 LUMEN_REGISTER_ONNX_CONVERTER("GlobalAveragePool", 1, same_op("global_avg_pool"));
 LUMEN_REGISTER_ONNX_CONVERTER("GlobalMaxPool", 1, same_op("global_max_pool"));
+
+std::vector<Value *> convert_max_unpool(NodeContext &ctx) {
+  Attributes attrs{{"kernel_shape", ctx.attrs().get_ints("kernel_shape", {})}};
+  const size_t k = ctx.attrs().get_ints("kernel_shape", {}).size();
+  attrs.set("strides", ctx.attrs().get_ints("strides", std::vector<int64_t>(k, 1)));
+  attrs.set("pads", ctx.attrs().get_ints("pads", std::vector<int64_t>(2 * k, 0)));
+  std::vector<Value *> inputs{ctx.input(0), ctx.input(1)};
+  if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
+  return {ctx.emit("max_unpool", inputs, attrs)};
+}
+LUMEN_REGISTER_ONNX_CONVERTER("MaxUnpool", 9, convert_max_unpool);
 
 std::vector<Value *> convert_gemm(NodeContext &ctx) {
   std::vector<Value *> inputs{ctx.input(0), ctx.input(1)};
@@ -70,8 +159,24 @@ std::vector<Value *> convert_gemm(NodeContext &ctx) {
 LUMEN_REGISTER_ONNX_CONVERTER("Gemm", 7, convert_gemm);
 LUMEN_REGISTER_ONNX_CONVERTER("MatMul", 1, same_op("matmul"));
 
+// training_mode=1 (opset 14+): batch statistics, and the updated running mean/var as outputs.
+std::vector<Value *> convert_batch_norm_training(NodeContext &ctx) {
+  const std::string base = ctx.node().output(0).empty() ? ctx.node().name() : ctx.node().output(0);
+  Node *node = ctx.graph().add_node(
+      "batch_norm_training", {ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4)},
+      {{"epsilon", ctx.attrs().get_float("epsilon", 1e-5)},
+       {"momentum", ctx.attrs().get_float("momentum", 0.9)}},
+      base + "/batch_norm_training");
+  std::vector<Value *> outputs;
+  for (size_t k = 0; k < ctx.num_outputs() && k < 3; ++k) outputs.push_back(node->output(k));
+  return outputs;
+}
+
 std::vector<Value *> convert_batch_norm(NodeContext &ctx) {
-  if (ctx.attrs().get_int("training_mode", 0) != 0) ctx.fail("training_mode=1 is not supported");
+  if (ctx.attrs().get_int("training_mode", 0) != 0) {
+    if (ctx.opset() < 14) ctx.fail("training_mode needs opset 14 or later");
+    return convert_batch_norm_training(ctx);
+  }
   for (size_t k = 1; k < ctx.num_outputs(); ++k)
     if (!ctx.node().output(static_cast<int>(k)).empty())
       ctx.fail("the training outputs (running mean/var) are not supported");
@@ -109,13 +214,38 @@ Converter softmax(const std::string &op) {
 LUMEN_REGISTER_ONNX_CONVERTER("Softmax", 1, softmax("softmax"));
 LUMEN_REGISTER_ONNX_CONVERTER("LogSoftmax", 1, softmax("log_softmax"));
 
+// Swish (opset 24): x * sigmoid(alpha * x), from existing element-wise ops.
+std::vector<Value *> convert_swish(NodeContext &ctx) {
+  Value *x = ctx.input(0);
+  const double alpha = ctx.attrs().get_float("alpha", 1.0);
+  Value *scaled = x;
+  if (alpha != 1.0) {
+    Tensor a;
+    if (x->dtype() == DType::Float32)
+      a = Tensor::from_vector<float>({}, {float(alpha)});
+    else if (x->dtype() == DType::Float64)
+      a = Tensor::from_vector<double>({}, {alpha});
+    else
+      ctx.fail("alpha != 1 is not supported for ", dtype_name(x->dtype()), " inputs");
+    scaled = ctx.add("mul", {x, ctx.constant(a)});
+  }
+  return {ctx.emit("mul", {x, ctx.add("sigmoid", {scaled})})};
+}
+LUMEN_REGISTER_ONNX_CONVERTER("Swish", 24, convert_swish);
+
 // Inference-time identities: the output is the input value itself, no node.
 std::vector<Value *> convert_dropout(NodeContext &ctx) {
   if (ctx.has_input(2)) {
     const Tensor *training = ctx.constant_input(2);
-    if (!training || training->dtype() != DType::Bool || training->numel() != 1 ||
-        training->data<bool>()[0])
-      ctx.fail("training_mode must be a constant false");
+    if (!training || training->dtype() != DType::Bool || training->numel() != 1)
+      ctx.fail("training_mode must be a constant bool scalar (a run-time value is not supported)");
+    // Training with ratio 0 keeps everything, like inference; random dropping is not supported.
+    const Tensor *ratio = ctx.has_input(1) ? ctx.constant_input(1) : nullptr;
+    const bool zero_ratio = ratio && ratio->numel() == 1 &&
+                            ((ratio->dtype() == DType::Float32 && ratio->data<float>()[0] == 0) ||
+                             (ratio->dtype() == DType::Float64 && ratio->data<double>()[0] == 0));
+    if (training->data<bool>()[0] && !zero_ratio)
+      ctx.fail("training_mode with a non-zero ratio (random dropout) is not supported");
   }
   std::vector<Value *> outputs{ctx.input(0)};
   if (ctx.num_outputs() > 1 && !ctx.node().output(1).empty()) {

@@ -1,77 +1,108 @@
 // Shape and constant ONNX ops. Shape arguments given as inputs (Reshape's shape, Unsqueeze's axes
-// from opset 13) must be constants for now; they become Lumen attributes.
+// from opset 13, ...) become Lumen attributes when they are constants, so shapes stay known at
+// load time; otherwise they are passed as Lumen op inputs and read at run time.
 #include <algorithm>
 #include <cstring>
 #include <set>
 
+#include "lumen/ops.h"
 #include "onnx/converters/util.h"
 
 namespace lumen::onnx_import {
 namespace {
 
+// Emits `op`, or runs it at once when every input is a small constant (shape arithmetic such as
+// Concat(Shape(x), [-1])), so that its values, and the shapes computed from them, are known at
+// load time instead of at run time.
+Value *emit_folded(NodeContext &ctx, const std::string &op, const std::vector<Value *> &inputs,
+                   const Attributes &attrs = {}, size_t index = 0) {
+  constexpr int64_t kFoldLimit = 4096;  // elements; larger constants are left to the passes
+  std::vector<Tensor> tensors;
+  for (Value *v : inputs) {
+    if (v && (!v->is_constant() || v->constant().numel() > kFoldLimit))
+      return ctx.emit(op, inputs, attrs, index);
+    tensors.push_back(v ? v->constant() : Tensor());
+  }
+  if (tensors.empty()) return ctx.emit(op, inputs, attrs, index);
+  std::vector<Tensor> out = call_op(op, tensors, attrs);
+  if (out.size() != 1 || out[0].numel() > kFoldLimit) return ctx.emit(op, inputs, attrs, index);
+  return ctx.constant(std::move(out[0]), static_cast<int>(index));
+}
+
+bool has_static_shape(Value *v) {
+  return v->has_shape() && v->shape().is_static();
+}
+
+// A constant shape becomes the attribute (so the output shape is known at load time); otherwise
+// the shape is passed as an input and read at run time.
 std::vector<Value *> convert_reshape(NodeContext &ctx) {
-  std::vector<int64_t> shape =
-      ctx.opset() >= 5 ? ctx.constant_ints(1, "shape") : ctx.attrs().get_ints("shape", {});
-  return {ctx.emit("reshape", {ctx.input(0)},
-                   {{"shape", shape}, {"allowzero", ctx.attrs().get_int("allowzero", 0)}})};
+  const int64_t allowzero = ctx.attrs().get_int("allowzero", 0);
+  if (ctx.opset() < 5)
+    return {emit_folded(ctx, "reshape", {ctx.input(0)},
+                        {{"shape", ctx.attrs().get_ints("shape", {})}, {"allowzero", allowzero}})};
+  if (ctx.constant_input(1))
+    return {emit_folded(ctx, "reshape", {ctx.input(0)},
+                        {{"shape", ctx.constant_ints(1, "shape")}, {"allowzero", allowzero}})};
+  return {emit_folded(ctx, "reshape", {ctx.input(0), ctx.input(1)}, {{"allowzero", allowzero}})};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Reshape", 1, convert_reshape);
 
 std::vector<Value *> convert_flatten(NodeContext &ctx) {
-  const Shape &shape = static_shape(ctx, ctx.input(0), "input");
   const int64_t axis_attr = ctx.attrs().get_int("axis", 1);
+  if (!has_static_shape(ctx.input(0)))
+    return {emit_folded(ctx, "flatten", {ctx.input(0)}, {{"axis", axis_attr}})};
+  const Shape &shape = ctx.input(0)->shape();
   const auto r = static_cast<int64_t>(shape.rank());
   if (axis_attr < -r || axis_attr > r) ctx.fail("axis ", axis_attr, " out of range for rank ", r);
   const size_t axis = static_cast<size_t>(axis_attr < 0 ? axis_attr + r : axis_attr);
   int64_t rows = 1, cols = 1;
   for (size_t i = 0; i < shape.rank(); ++i)
     (i < axis ? rows : cols) = checked_mul(i < axis ? rows : cols, shape[i]);
-  return {ctx.emit("reshape", {ctx.input(0)}, {{"shape", std::vector<int64_t>{rows, cols}}})};
+  return {
+      emit_folded(ctx, "reshape", {ctx.input(0)}, {{"shape", std::vector<int64_t>{rows, cols}}})};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Flatten", 1, convert_flatten);
 
-LUMEN_REGISTER_ONNX_CONVERTER("Transpose", 1, same_op("transpose"));
-LUMEN_REGISTER_ONNX_CONVERTER("Concat", 4, same_op("concat"));
-
-// Unsqueeze/Squeeze on a value of known shape become a reshape.
-std::vector<int64_t> axes_of(NodeContext &ctx) {
-  if (ctx.opset() >= 13)
-    return ctx.has_input(1) ? ctx.constant_ints(1, "axes") : std::vector<int64_t>{};
-  return ctx.attrs().get_ints("axes", {});
+Converter pass_inputs(const std::string &op) {
+  return [op](NodeContext &ctx) -> std::vector<Value *> {
+    std::vector<Value *> inputs;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
+    return {emit_folded(ctx, op, inputs, ctx.attrs())};
+  };
 }
+LUMEN_REGISTER_ONNX_CONVERTER("Transpose", 1, pass_inputs("transpose"));
+LUMEN_REGISTER_ONNX_CONVERTER("Concat", 4, pass_inputs("concat"));
 
-std::vector<Value *> convert_unsqueeze(NodeContext &ctx) {
-  const Shape &in = static_shape(ctx, ctx.input(0), "input");
-  const auto axes = axes_of(ctx);
-  const auto out_rank = static_cast<int64_t>(in.rank() + axes.size());
-  std::set<int64_t> inserted;
-  for (int64_t a : axes) {
-    if (a < -out_rank || a >= out_rank)
-      ctx.fail("axis ", a, " out of range for output rank ", out_rank);
-    if (!inserted.insert(a < 0 ? a + out_rank : a).second) ctx.fail("axis ", a, " repeated");
+// Unsqueeze/Squeeze: the axes come from the attribute (before opset 13) or input 1. With a static
+// input shape and known axes they become a reshape; otherwise the squeeze/unsqueeze op infers
+// the shape (at run time when needed).
+std::vector<Value *> convert_squeeze_like(NodeContext &ctx, const std::string &op) {
+  Value *x = ctx.input(0);
+  std::vector<Value *> inputs{x};
+  Attributes attrs;
+  if (ctx.opset() < 13) {
+    if (ctx.attrs().has("axes")) attrs.set("axes", ctx.attrs().get_ints("axes", {}));
+  } else if (ctx.constant_input(1)) {
+    attrs.set("axes", ctx.constant_ints(1, "axes"));
+  } else if (ctx.has_input(1)) {
+    inputs.push_back(ctx.input(1));
   }
-  std::vector<int64_t> dims;
-  size_t next = 0;
-  for (int64_t i = 0; i < out_rank; ++i) dims.push_back(inserted.count(i) ? 1 : in[next++]);
-  return {ctx.emit("reshape", {ctx.input(0)}, {{"shape", dims}, {"allowzero", int64_t{1}}})};
-}
-LUMEN_REGISTER_ONNX_CONVERTER("Unsqueeze", 1, convert_unsqueeze);
-
-std::vector<Value *> convert_squeeze(NodeContext &ctx) {
-  const Shape &in = static_shape(ctx, ctx.input(0), "input");
-  std::set<size_t> removed;
-  const auto axes = axes_of(ctx);
-  for (int64_t a : axes) {
-    const size_t axis = in.normalize_axis(a);
-    if (in[axis] != 1) ctx.fail("cannot squeeze axis ", a, " of size ", in[axis]);
-    removed.insert(axis);
+  if (inputs.size() == 1 && has_static_shape(x)) {
+    // The op's inference checks the axes and gives the shape; the probe node is then dropped.
+    Value *probe = ctx.add(op, {x}, attrs);
+    const std::vector<int64_t> dims = probe->shape().dims();
+    ctx.graph().remove_node(probe->producer());
+    return {emit_folded(ctx, "reshape", {x}, {{"shape", dims}, {"allowzero", int64_t{1}}})};
   }
-  std::vector<int64_t> dims;
-  for (size_t i = 0; i < in.rank(); ++i)
-    if (axes.empty() ? in[i] != 1 : !removed.count(i)) dims.push_back(in[i]);
-  return {ctx.emit("reshape", {ctx.input(0)}, {{"shape", dims}, {"allowzero", int64_t{1}}})};
+  return {emit_folded(ctx, op, inputs, attrs)};
 }
-LUMEN_REGISTER_ONNX_CONVERTER("Squeeze", 1, convert_squeeze);
+
+LUMEN_REGISTER_ONNX_CONVERTER("Unsqueeze", 1, [](NodeContext &ctx) {
+  return convert_squeeze_like(ctx, "unsqueeze");
+});
+LUMEN_REGISTER_ONNX_CONVERTER("Squeeze", 1, [](NodeContext &ctx) {
+  return convert_squeeze_like(ctx, "squeeze");
+});
 
 std::vector<Value *> convert_constant(NodeContext &ctx) {
   const Attributes &a = ctx.attrs();
@@ -98,40 +129,36 @@ std::vector<Value *> convert_constant(NodeContext &ctx) {
 LUMEN_REGISTER_ONNX_CONVERTER("Constant", 1, convert_constant);
 
 std::vector<Value *> convert_constant_of_shape(NodeContext &ctx) {
-  const std::vector<int64_t> dims = ctx.constant_ints(0, "shape");
-  for (int64_t d : dims)
-    if (d < 0) ctx.fail("negative dimension ", d, " in the requested shape");
   Tensor fill = Tensor::from_vector<float>({1}, {0.f});
   if (const Tensor *value = ctx.attrs().get_tensor("value")) {
     if (value->numel() != 1) ctx.fail("value must hold one element, got ", value->numel());
-    fill = *value;
+    fill = value->contiguous().reshape(Shape{1});
+  }
+  if (!ctx.constant_input(0))
+    return {emit_folded(ctx, "constant_of_shape", {ctx.input(0)}, {{"value", fill}})};
+  const std::vector<int64_t> dims = ctx.constant_ints(0, "shape");
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) ctx.fail("negative dimension ", d, " in the requested shape");
+    n = checked_mul(n, d);
   }
   Tensor out = Tensor::empty(Shape(dims), fill.dtype());
-  auto fill_as = [&](auto word) {
-    std::memcpy(&word, fill.raw_data(), sizeof(word));
-    std::fill_n(static_cast<decltype(word) *>(out.raw_data()), out.numel(), word);
-  };
-  switch (dtype_size(fill.dtype())) {
-    case 1:
-      fill_as(uint8_t{});
-      break;
-    case 2:
-      fill_as(uint16_t{});
-      break;
-    case 4:
-      fill_as(uint32_t{});
-      break;
-    default:
-      fill_as(uint64_t{});
-      break;
-  }
+  const size_t elem = dtype_size(fill.dtype());
+  auto *dst = static_cast<char *>(out.raw_data());
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * elem, fill.raw_data(), elem);
   return {ctx.constant(out, 0)};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("ConstantOfShape", 9, convert_constant_of_shape);
 
-// Shape of a value whose shape is known at load time is a constant.
+// Shape/Size of a value whose shape is known at load time are constants; otherwise they are
+// computed at run time.
 std::vector<Value *> convert_shape(NodeContext &ctx) {
-  const Shape &shape = static_shape(ctx, ctx.input(0), "input");
+  Value *x = ctx.input(0);
+  Attributes attrs;
+  for (const char *name : {"start", "end"})
+    if (ctx.attrs().has(name)) attrs.set(name, ctx.attrs().get_int(name, 0));
+  if (!has_static_shape(x)) return {emit_folded(ctx, "shape", {x}, attrs)};
+  const Shape &shape = x->shape();
   const auto r = static_cast<int64_t>(shape.rank());
   int64_t start = ctx.attrs().get_int("start", 0), end = ctx.attrs().get_int("end", r);
   start = std::clamp(start < 0 ? start + r : start, int64_t{0}, r);
@@ -141,6 +168,13 @@ std::vector<Value *> convert_shape(NodeContext &ctx) {
   return {ctx.constant(Tensor::from_vector<int64_t>({int64_t(dims.size())}, dims), 0)};
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Shape", 1, convert_shape);
+
+std::vector<Value *> convert_size(NodeContext &ctx) {
+  Value *x = ctx.input(0);
+  if (!has_static_shape(x)) return {emit_folded(ctx, "size", {x})};
+  return {ctx.constant(Tensor::from_vector<int64_t>({}, {x->shape().numel()}), 0)};
+}
+LUMEN_REGISTER_ONNX_CONVERTER("Size", 1, convert_size);
 
 }  // namespace
 }  // namespace lumen::onnx_import

@@ -13,67 +13,76 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 15;
 
-template <class F, class T>
-void run(const T *a, bool a_walks, const T *b, bool b_walks, T *y, int64_t len) {
+// y = f(a, b) over one run; load/store are the identity except for Float16/BFloat16.
+template <class F, class TA, class TB>
+void run(const TA *a, bool a_walks, const TB *b, bool b_walks, TA *y, int64_t len) {
   const F f;
+  using bin::load;
+  using bin::store;
   if (a_walks && b_walks) {
-    for (int64_t i = 0; i < len; ++i) y[i] = f(a[i], b[i]);
+    for (int64_t i = 0; i < len; ++i) y[i] = store<TA>(f(load(a[i]), load(b[i])));
   } else if (a_walks) {
-    const T vb = *b;
-    for (int64_t i = 0; i < len; ++i) y[i] = f(a[i], vb);
+    const auto vb = load(*b);
+    for (int64_t i = 0; i < len; ++i) y[i] = store<TA>(f(load(a[i]), vb));
   } else if (b_walks) {
-    const T va = *a;
-    for (int64_t i = 0; i < len; ++i) y[i] = f(va, b[i]);
+    const auto va = load(*a);
+    for (int64_t i = 0; i < len; ++i) y[i] = store<TA>(f(va, load(b[i])));
   } else {
-    const T v = f(*a, *b);
+    const TA v = store<TA>(f(load(*a), load(*b)));
     for (int64_t i = 0; i < len; ++i) y[i] = v;
   }
 }
 
-template <class F, class T>
+// TA is the dtype of input 0 and of the output; TB the dtype of input 1 (differs only for pow).
+template <class F, class TA, class TB>
 void binary_typed(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   Tensor &y = ctx.output(0);
   const int64_t n = y.numel();
   if (n == 0) return;
-  const T *pa = a.data<T>(), *pb = b.data<T>();
-  T *py = y.data<T>();
-  if constexpr (std::is_same_v<F, bin::Div> && std::is_integral_v<T>) {
+  const TA *pa = a.data<TA>();
+  const TB *pb = b.data<TB>();
+  TA *py = y.data<TA>();
+  if constexpr (std::is_same_v<F, bin::Div> && std::is_integral_v<TA>) {
     // With a non-empty output every element of b is used, so any zero is a division by zero.
     for (int64_t i = 0, nb = b.numel(); i < nb; ++i)
-      if (pb[i] == T(0)) ctx.fail("integer division by zero");
+      if (pb[i] == TB(0)) ctx.fail("integer division by zero");
   }
   const BroadcastLoop loop(a.shape(), b.shape(), y.shape());
   const bool a_walks = loop.a_inner_stride() != 0, b_walks = loop.b_inner_stride() != 0;
   ctx.pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     loop.for_range(begin, end, [&](int64_t yo, int64_t ao, int64_t bo, int64_t len) {
-      run<F, T>(pa + ao, a_walks, pb + bo, b_walks, py + yo, len);
+      run<F, TA, TB>(pa + ao, a_walks, pb + bo, b_walks, py + yo, len);
     });
   });
 }
 
 template <class F>
 void binary(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return binary_typed<F, float>(ctx);
-    case DType::Float64:
-      return binary_typed<F, double>(ctx);
-    case DType::Int32:
-      if constexpr (!std::is_same_v<F, bin::Pow>) return binary_typed<F, int32_t>(ctx);
-      break;
-    case DType::Int64:
-      if constexpr (!std::is_same_v<F, bin::Pow>) return binary_typed<F, int64_t>(ctx);
-      break;
-    default:
-      break;
-  }
-  ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
+  const DType da = ctx.input(0).dtype(), db = ctx.input(1).dtype();
+  bool done = false;
+  bin::visit_dtype(da, [&](auto ta) {
+    using TA = decltype(ta);
+    if constexpr (!std::is_same_v<TA, bool>) {
+      if constexpr (std::is_same_v<F, bin::Pow>) {
+        bin::visit_dtype(db, [&](auto tb) {
+          using TB = decltype(tb);
+          if constexpr (!std::is_same_v<TB, bool>) {
+            binary_typed<F, TA, TB>(ctx);
+            done = true;
+          }
+        });
+      } else if (da == db) {
+        binary_typed<F, TA, TA>(ctx);
+        done = true;
+      }
+    }
+  });
+  if (!done) ctx.fail("no cpu kernel for ", dtype_name(da), " and ", dtype_name(db), " inputs");
 }
 
-#define LUMEN_CPU_BINARY(name, F)                                                             \
-  LUMEN_REGISTER_KERNEL("cpu", name, binary<F>, DType::Float32, DType::Float64, DType::Int32, \
-                        DType::Int64)
+#define LUMEN_CPU_BINARY(name, F) \
+  LUMEN_REGISTER_KERNEL("cpu", name, binary<F>, LUMEN_NUMERIC_DTYPES)
 
 LUMEN_CPU_BINARY("add", bin::Add);
 LUMEN_CPU_BINARY("sub", bin::Sub);
@@ -81,7 +90,7 @@ LUMEN_CPU_BINARY("mul", bin::Mul);
 LUMEN_CPU_BINARY("div", bin::Div);
 LUMEN_CPU_BINARY("maximum", bin::Maximum);
 LUMEN_CPU_BINARY("minimum", bin::Minimum);
-LUMEN_REGISTER_KERNEL("cpu", "pow", binary<bin::Pow>, DType::Float32, DType::Float64);
+LUMEN_CPU_BINARY("pow", bin::Pow);
 
 }  // namespace
 }  // namespace lumen

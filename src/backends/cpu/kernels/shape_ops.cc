@@ -18,7 +18,8 @@ namespace {
 
 #define LUMEN_ALL_DTYPES                                                                      \
   DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
-      DType::Int32, DType::Int64, DType::UInt8, DType::Bool
+      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
+      DType::UInt64
 
 constexpr int64_t kCopyChunk = 1 << 18;  // bytes per parallel memcpy chunk
 
@@ -228,6 +229,9 @@ void concat(KernelContext &ctx) {
 }
 
 LUMEN_REGISTER_KERNEL("cpu", "reshape", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "squeeze", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "unsqueeze", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "flatten", reshape, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "transpose", transpose, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "concat", concat, LUMEN_ALL_DTYPES);
 

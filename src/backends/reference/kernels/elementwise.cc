@@ -1,6 +1,6 @@
 // Reference broadcasting binary ops: for every output element, unravel its index and read each
 // input at the matching (right-aligned, size-1-repeating) index. Deliberately naive: the CPU
-// kernels' dim collapsing is checked against this.
+// kernels' dim collapsing is checked against this. Float16/BFloat16 are computed in float.
 #include <vector>
 
 #include "backends/common/binary_functors.h"
@@ -18,12 +18,14 @@ int64_t input_offset(const Shape &in, const std::vector<int64_t> &index) {
   return offset;
 }
 
-template <class F, class T>
+// TA is the dtype of input 0 and of the output; TB the dtype of input 1 (differs only for pow).
+template <class F, class TA, class TB>
 void binary_typed(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   Tensor &y = ctx.output(0);
-  const T *pa = a.data<T>(), *pb = b.data<T>();
-  T *py = y.data<T>();
+  const TA *pa = a.data<TA>();
+  const TB *pb = b.data<TB>();
+  TA *py = y.data<TA>();
   const Shape &shape = y.shape();
   std::vector<int64_t> index(shape.rank(), 0);
   const F f;
@@ -33,36 +35,41 @@ void binary_typed(KernelContext &ctx) {
       index[d] = rem % shape[d];
       rem /= shape[d];
     }
-    const T va = pa[input_offset(a.shape(), index)];
-    const T vb = pb[input_offset(b.shape(), index)];
-    if constexpr (std::is_same_v<F, bin::Div> && std::is_integral_v<T>)
-      if (vb == T(0)) ctx.fail("integer division by zero");
-    py[i] = f(va, vb);
+    const auto va = bin::load(pa[input_offset(a.shape(), index)]);
+    const auto vb = bin::load(pb[input_offset(b.shape(), index)]);
+    if constexpr (std::is_same_v<F, bin::Div> && std::is_integral_v<TA>)
+      if (vb == TB(0)) ctx.fail("integer division by zero");
+    py[i] = bin::store<TA>(f(va, vb));
   }
 }
 
 template <class F>
 void binary(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return binary_typed<F, float>(ctx);
-    case DType::Float64:
-      return binary_typed<F, double>(ctx);
-    case DType::Int32:
-      if constexpr (!std::is_same_v<F, bin::Pow>) return binary_typed<F, int32_t>(ctx);
-      break;
-    case DType::Int64:
-      if constexpr (!std::is_same_v<F, bin::Pow>) return binary_typed<F, int64_t>(ctx);
-      break;
-    default:
-      break;
-  }
-  ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
+  const DType da = ctx.input(0).dtype(), db = ctx.input(1).dtype();
+  bool done = false;
+  bin::visit_dtype(da, [&](auto ta) {
+    using TA = decltype(ta);
+    if constexpr (!std::is_same_v<TA, bool>) {
+      if constexpr (std::is_same_v<F, bin::Pow>) {
+        bin::visit_dtype(db, [&](auto tb) {
+          using TB = decltype(tb);
+          if constexpr (!std::is_same_v<TB, bool>) {
+            binary_typed<F, TA, TB>(ctx);
+            done = true;
+          }
+        });
+      } else if (da == db) {
+        binary_typed<F, TA, TA>(ctx);
+        done = true;
+      }
+    }
+  });
+  if (!done)
+    ctx.fail("no reference kernel for ", dtype_name(da), " and ", dtype_name(db), " inputs");
 }
 
-#define LUMEN_REF_BINARY(name, F)                                                     \
-  LUMEN_REGISTER_KERNEL("reference", name, binary<F>, DType::Float32, DType::Float64, \
-                        DType::Int32, DType::Int64)
+#define LUMEN_REF_BINARY(name, F) \
+  LUMEN_REGISTER_KERNEL("reference", name, binary<F>, LUMEN_NUMERIC_DTYPES)
 
 LUMEN_REF_BINARY("add", bin::Add);
 LUMEN_REF_BINARY("sub", bin::Sub);
@@ -70,7 +77,7 @@ LUMEN_REF_BINARY("mul", bin::Mul);
 LUMEN_REF_BINARY("div", bin::Div);
 LUMEN_REF_BINARY("maximum", bin::Maximum);
 LUMEN_REF_BINARY("minimum", bin::Minimum);
-LUMEN_REGISTER_KERNEL("reference", "pow", binary<bin::Pow>, DType::Float32, DType::Float64);
+LUMEN_REF_BINARY("pow", bin::Pow);
 
 }  // namespace
 }  // namespace lumen

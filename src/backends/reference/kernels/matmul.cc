@@ -1,8 +1,11 @@
 // Reference matmul and gemm: one output element at a time, accumulated in double. Slow on purpose;
-// these are what the optimized backends are tested against.
+// these are what the optimized backends are tested against. Float16/BFloat16 are widened on load
+// and rounded once from the double accumulator.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "backends/common/binary_functors.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -12,6 +15,18 @@ namespace {
 struct BatchOffsets {
   std::vector<int64_t> a, b;  // in matrices (multiply by m*k or k*n)
 };
+
+template <class T>
+double widen(T v) {
+  return static_cast<double>(bin::load(v));
+}
+template <class T>
+T narrow(double v) {
+  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
+    return bin::convert<T>(v);
+  else
+    return static_cast<T>(v);
+}
 
 BatchOffsets batch_offsets(const Shape &a, const Shape &b) {
   const size_t ba = a.rank() > 2 ? a.rank() - 2 : 0, bb = b.rank() > 2 ? b.rank() - 2 : 0;
@@ -62,9 +77,8 @@ void matmul(KernelContext &ctx) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;
-        for (int64_t p = 0; p < k; ++p)
-          acc += static_cast<double>(at[i * k + p]) * static_cast<double>(bt[p * n + j]);
-        yt[i * n + j] = static_cast<T>(acc);
+        for (int64_t p = 0; p < k; ++p) acc += widen(at[i * k + p]) * widen(bt[p * n + j]);
+        yt[i * n + j] = narrow<T>(acc);
       }
   }
 }
@@ -88,8 +102,7 @@ void gemm(KernelContext &ctx) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
-      for (int64_t p = 0; p < k; ++p)
-        acc += static_cast<double>(a_at(i, p)) * static_cast<double>(b_at(p, j));
+      for (int64_t p = 0; p < k; ++p) acc += widen(a_at(i, p)) * widen(b_at(p, j));
       double value = alpha * acc;
       if (tc) {
         // C broadcasts to [m, n] from [], [n], [1], [m, 1], [1, n] or [m, n].
@@ -97,9 +110,9 @@ void gemm(KernelContext &ctx) {
         int64_t index = 0;
         if (sc.rank() == 1) index = sc[0] == 1 ? 0 : j;
         if (sc.rank() == 2) index = (sc[0] == 1 ? 0 : i) * sc[1] + (sc[1] == 1 ? 0 : j);
-        value += beta * static_cast<double>(tc->data<T>()[index]);
+        value += beta * widen(tc->data<T>()[index]);
       }
-      y[i * n + j] = static_cast<T>(value);
+      y[i * n + j] = narrow<T>(value);
     }
 }
 
@@ -107,6 +120,10 @@ LUMEN_REGISTER_KERNEL("reference", "matmul", matmul<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "matmul", matmul<double>, DType::Float64);
 LUMEN_REGISTER_KERNEL("reference", "gemm", gemm<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "gemm", gemm<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "matmul", matmul<Float16>, DType::Float16);
+LUMEN_REGISTER_KERNEL("reference", "matmul", matmul<BFloat16>, DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "gemm", gemm<Float16>, DType::Float16);
+LUMEN_REGISTER_KERNEL("reference", "gemm", gemm<BFloat16>, DType::BFloat16);
 
 }  // namespace
 }  // namespace lumen

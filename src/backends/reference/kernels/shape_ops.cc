@@ -1,4 +1,5 @@
-// Reference reshape, transpose and concat: byte copies, element by element, for any dtype.
+// Reference reshape (also squeeze, unsqueeze, flatten), transpose and concat: byte copies, element
+// by element, for any dtype; shape, size and constant_of_shape.
 #include <cstring>
 #include <vector>
 
@@ -9,7 +10,8 @@ namespace {
 
 #define LUMEN_ALL_DTYPES                                                                      \
   DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
-      DType::Int32, DType::Int64, DType::UInt8, DType::Bool
+      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
+      DType::UInt64
 
 // The output holds the same elements in the same order; only the shape differs.
 void reshape(KernelContext &ctx) {
@@ -72,7 +74,44 @@ void concat(KernelContext &ctx) {
   }
 }
 
+// The input's dims [start, end) as int64.
+void shape(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const auto rank = static_cast<int64_t>(x.rank());
+  int64_t start = ctx.attrs.get_int("start", 0);
+  if (start < 0) start += rank;
+  start = start < 0 ? 0 : (start > rank ? rank : start);
+  auto *out = y.data<int64_t>();
+  for (int64_t i = 0; i < y.numel(); ++i) out[i] = x.shape()[static_cast<size_t>(start + i)];
+}
+
+void size(KernelContext &ctx) {
+  ctx.output(0).data<int64_t>()[0] = ctx.input(0).numel();
+}
+
+// Every output element is a copy of the one-element attribute `value` (default float32 0).
+void constant_of_shape(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const size_t elem = dtype_size(y.dtype());
+  std::vector<char> fill(elem, 0);
+  if (const Tensor *v = ctx.attrs.get_tensor("value")) {
+    if (v->dtype() != y.dtype() || v->numel() != 1)
+      ctx.fail("value must hold one ", dtype_name(y.dtype()));
+    std::memcpy(fill.data(), v->contiguous().raw_data(), elem);
+  }
+  auto *dst = static_cast<char *>(y.raw_data());
+  for (int64_t i = 0, n = y.numel(); i < n; ++i) std::memcpy(dst + i * elem, fill.data(), elem);
+}
+
 LUMEN_REGISTER_KERNEL("reference", "reshape", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "squeeze", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "unsqueeze", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "flatten", reshape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "shape", shape, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "size", size, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "constant_of_shape", constant_of_shape, DType::Int64,
+                      DType::Int32);
 LUMEN_REGISTER_KERNEL("reference", "transpose", transpose, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("reference", "concat", concat, LUMEN_ALL_DTYPES);
 

@@ -1,0 +1,137 @@
+// CPU slice, split and expand for any dtype. All three are affine gathers: output element
+// (i0, .., in) reads input element base + sum(i_d * stride_d), where a stride is a slice step
+// times the input's stride, or 0 for a broadcast dim. Output rows are processed in parallel; a
+// row whose input stride is one element is a memcpy, a row of stride 0 is a fill.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+#define LUMEN_ALL_DTYPES                                                                      \
+  DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
+      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
+      DType::UInt64
+
+constexpr int64_t kRowGrain = 1 << 14;  // bytes of output per parallel task, roughly
+
+// y[out] = x[base + sum(out[d] * strides[d])], strides and base in elements. The caller guarantees
+// that every index read is inside x (inference checked the shapes).
+void affine_gather(ThreadPool &pool, const Tensor &x, Tensor &y, int64_t base,
+                   const std::vector<int64_t> &strides) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const auto elem = static_cast<int64_t>(dtype_size(y.dtype()));
+  const size_t rank = y.rank();
+  const int64_t inner = rank ? y.shape()[rank - 1] : 1;
+  const int64_t inner_stride = rank ? strides[rank - 1] : 0;
+  const int64_t rows = n / inner;
+  const auto *src = static_cast<const char *>(x.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  const int64_t grain = std::max<int64_t>(1, kRowGrain / std::max<int64_t>(1, inner * elem));
+  pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(rank ? rank - 1 : 0);
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t rem = row, offset = base;
+      for (size_t d = index.size(); d-- > 0;) {
+        offset += (rem % y.shape()[d]) * strides[d];
+        rem /= y.shape()[d];
+      }
+      char *out = dst + row * inner * elem;
+      const char *in = src + offset * elem;
+      if (inner_stride == 1) {
+        std::memcpy(out, in, static_cast<size_t>(inner * elem));
+      } else {
+        for (int64_t i = 0; i < inner; ++i)
+          std::memcpy(out + i * elem, in + i * inner_stride * elem, static_cast<size_t>(elem));
+      }
+    }
+  });
+}
+
+std::vector<int64_t> ints_of(const KernelContext &ctx, size_t i) {
+  const Tensor &t = ctx.input(i);
+  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (t.dtype() == DType::Int64)
+      out[k] = t.data<int64_t>()[k];
+    else if (t.dtype() == DType::Int32)
+      out[k] = t.data<int32_t>()[k];
+    else
+      ctx.fail("input ", i, " must be int32 or int64, got ", dtype_name(t.dtype()));
+  }
+  return out;
+}
+
+void slice(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const auto starts = ints_of(ctx, 1);
+  std::vector<int64_t> axes;
+  if (ctx.has_input(3)) {
+    axes = ints_of(ctx, 3);
+  } else {
+    for (size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+  }
+  std::vector<int64_t> steps(starts.size(), 1);
+  if (ctx.has_input(4)) steps = ints_of(ctx, 4);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, axes and steps differ in length");
+  const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> strides = in_strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t axis = x.shape().normalize_axis(axes[i]);
+    const int64_t dim = x.shape()[axis];
+    if (dim == 0 || y.shape()[axis] == 0) continue;
+    int64_t s = starts[i];
+    if (s < 0) s += dim;
+    s = steps[i] > 0 ? std::clamp(s, int64_t{0}, dim) : std::clamp(s, int64_t{0}, dim - 1);
+    base += s * in_strides[axis];
+    // A dim of one output element reads only its start; its step may be any size.
+    strides[axis] = y.shape()[axis] == 1 ? 0 : steps[i] * in_strides[axis];
+  }
+  affine_gather(ctx.pool, x, y, base, strides);
+}
+
+void split(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const size_t axis = x.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const int64_t dim = x.shape()[axis], index = ctx.attrs.get_int("index", 0);
+  std::vector<int64_t> sizes;
+  if (ctx.has_input(1)) {
+    sizes = ints_of(ctx, 1);
+  } else if (ctx.attrs.has("split")) {
+    sizes = ctx.attrs.get_ints("split", {});
+  } else {
+    const int64_t n = std::max<int64_t>(1, ctx.attrs.get_int("num_outputs", 1));
+    const int64_t chunk = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(std::clamp(dim - i * chunk, int64_t{0}, chunk));
+  }
+  int64_t offset = 0;
+  for (int64_t i = 0; i < index && i < static_cast<int64_t>(sizes.size()); ++i) offset += sizes[i];
+  const std::vector<int64_t> strides = contiguous_strides(x.shape());
+  affine_gather(ctx.pool, x, y, offset * strides[axis], strides);
+}
+
+void expand(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const size_t lead = y.rank() - x.rank();
+  const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> strides(y.rank(), 0);
+  for (size_t d = 0; d < x.rank(); ++d) strides[d + lead] = x.shape()[d] == 1 ? 0 : in_strides[d];
+  affine_gather(ctx.pool, x, y, 0, strides);
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "slice", slice, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "split", split, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "expand", expand, LUMEN_ALL_DTYPES);
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,232 @@
+// Reference attention: the ONNX Attention formula one query row at a time, in double, rounding
+// to the input dtype where ONNX's definition materializes a tensor of that type (the scaled Q and
+// K, the QK product, the softcap, the biased logits, the probabilities and Y), so float16 and
+// bfloat16 results follow the spec closely. Shapes were checked by inference.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/common/binary_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+std::vector<double> to_f64(const KernelContext &ctx, const Tensor &t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load<T>(p[i]));
+  });
+  if (!ok) ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
+  return out;
+}
+
+void from_f64(const KernelContext &ctx, Tensor &t, const std::vector<double> &v) {
+  const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
+                  std::is_same_v<T, BFloat16>) {
+      T *p = t.data<T>();
+      for (size_t i = 0; i < v.size(); ++i) p[i] = bin::store<T>(bin::Compute<T>(v[i]));
+    }
+  });
+  if (!ok) ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
+}
+
+// Rounds x to `dtype` (a floating type) and back.
+double round_to(DType dtype, double x) {
+  switch (dtype) {
+    case DType::Float32:
+      return double(float(x));
+    case DType::Float16:
+      return double(bin::half_to_float(bin::double_to_half(x)));
+    case DType::BFloat16:
+      return double(bin::bfloat16_to_float(bin::double_to_bfloat16(x)));
+    default:
+      return x;
+  }
+}
+
+// NumPy's max: NaN wins.
+double nan_max(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  return a > b ? a : b;
+}
+
+void attention(KernelContext &ctx) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  const Tensor &tq = ctx.input(0), &tk = ctx.input(1), &tv = ctx.input(2);
+  const DType dt = tq.dtype();
+  const bool rank3 = tq.shape().rank() == 3;
+  const int64_t batch = tq.shape()[0];
+  int64_t hq, hkv, sq, skv, dk, dv;
+  if (rank3) {
+    hq = ctx.attrs.get_int("q_num_heads", 1);
+    hkv = ctx.attrs.get_int("kv_num_heads", 1);
+    sq = tq.shape()[1];
+    skv = tk.shape()[1];
+    dk = tk.shape()[2] / hkv;
+    dv = tv.shape()[2] / hkv;
+  } else {
+    hq = tq.shape()[1];
+    hkv = tk.shape()[1];
+    sq = tq.shape()[2];
+    skv = tk.shape()[2];
+    dk = tk.shape()[3];
+    dv = tv.shape()[3];
+  }
+  const int64_t past = ctx.has_input(4) ? ctx.input(4).shape()[2] : 0;
+  const int64_t total = past + skv;
+  const int64_t group = hq / hkv;
+
+  const std::vector<double> q = to_f64(ctx, tq), k = to_f64(ctx, tk), v = to_f64(ctx, tv);
+  std::vector<double> pk, pv;
+  if (past > 0 || ctx.has_input(4)) {
+    pk = to_f64(ctx, ctx.input(4));
+    pv = to_f64(ctx, ctx.input(5));
+  }
+  // Present K/V: [B, Hkv, total, D], the past followed by the new keys.
+  std::vector<double> key(static_cast<size_t>(batch * hkv * total * dk));
+  std::vector<double> val(static_cast<size_t>(batch * hkv * total * dv));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hkv; ++h)
+      for (int64_t s = 0; s < total; ++s) {
+        const int64_t kbase = ((b * hkv + h) * total + s) * dk;
+        const int64_t vbase = ((b * hkv + h) * total + s) * dv;
+        for (int64_t d = 0; d < dk; ++d) {
+          int64_t src;
+          if (s < past)
+            key[kbase + d] = pk[((b * hkv + h) * past + s) * dk + d];
+          else {
+            const int64_t t = s - past;
+            src =
+                rank3 ? (b * skv + t) * hkv * dk + h * dk + d : ((b * hkv + h) * skv + t) * dk + d;
+            key[kbase + d] = k[src];
+          }
+        }
+        for (int64_t d = 0; d < dv; ++d) {
+          int64_t src;
+          if (s < past)
+            val[vbase + d] = pv[((b * hkv + h) * past + s) * dv + d];
+          else {
+            const int64_t t = s - past;
+            src =
+                rank3 ? (b * skv + t) * hkv * dv + h * dv + d : ((b * hkv + h) * skv + t) * dv + d;
+            val[vbase + d] = v[src];
+          }
+        }
+      }
+
+  // Scale: sqrt(scale) applied to Q and to K, in the input dtype.
+  const double scale =
+      ctx.attrs.has("scale") ? ctx.attrs.get_float("scale", 1.0) : 1.0 / std::sqrt(double(dk));
+  const double sc = round_to(dt, std::sqrt(scale));
+  const double softcap = ctx.attrs.get_float("softcap", 0.0);
+  const bool causal = ctx.attrs.get_int("is_causal", 0) != 0;
+  const int64_t mode = ctx.attrs.get_int("qk_matmul_output_mode", 0);
+  const int64_t left = ctx.attrs.get_int("left_window_size", -1);
+  const int64_t right = ctx.attrs.get_int("right_window_size", -1);
+
+  // The mask, right-aligned to [B, Hq, Sq, total]; its last dim is padded (not broadcast).
+  std::vector<double> mask;
+  bool mask_bool = false;
+  int64_t mdims[4] = {1, 1, 1, 1};
+  if (ctx.has_input(3)) {
+    const Tensor &m = ctx.input(3);
+    mask_bool = m.dtype() == DType::Bool;
+    mask = to_f64(ctx, m);
+    const size_t r = m.shape().rank();
+    for (size_t i = 0; i < r; ++i) mdims[4 - r + i] = m.shape()[i];
+  }
+  std::vector<int64_t> nonpad;
+  if (ctx.has_input(6)) {
+    const Tensor &n = ctx.input(6);
+    for (int64_t i = 0; i < n.numel(); ++i)
+      nonpad.push_back(n.dtype() == DType::Int32 ? n.data<int32_t>()[i] : n.data<int64_t>()[i]);
+  }
+
+  std::vector<double> y(static_cast<size_t>(batch * hq * sq * dv));
+  std::vector<double> qk_out(static_cast<size_t>(batch * hq * sq * total));
+  std::vector<double> qk(total), bias(total), logits(total), p(total);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t offset = past > 0 || ctx.has_input(4) ? past
+                           : nonpad.empty()             ? 0
+                                                        : nonpad[b] - sq;
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kh = h / group;
+      for (int64_t i = 0; i < sq; ++i) {
+        for (int64_t j = 0; j < total; ++j) {
+          double acc = 0;
+          for (int64_t d = 0; d < dk; ++d) {
+            const int64_t qi =
+                rank3 ? (b * sq + i) * hq * dk + h * dk + d : ((b * hq + h) * sq + i) * dk + d;
+            acc += round_to(dt, q[qi] * sc) *
+                   round_to(dt, key[((b * hkv + kh) * total + j) * dk + d] * sc);
+          }
+          double s = round_to(dt, acc);
+          if (softcap > 0) s = round_to(dt, softcap * std::tanh(round_to(dt, s / softcap)));
+          qk[j] = s;
+
+          double bj = 0;
+          if (!mask.empty()) {
+            if (j >= mdims[3]) {
+              bj = kNegInf;
+            } else {
+              const int64_t c[4] = {b, h, i, j};
+              int64_t idx = 0;
+              for (int a = 0; a < 4; ++a) idx = idx * mdims[a] + (mdims[a] == 1 ? 0 : c[a]);
+              const double mv = mask[idx];
+              bj = mask_bool ? (mv != 0 ? 0.0 : kNegInf) : mv;
+            }
+          }
+          if (causal && j > i + offset) bj += kNegInf;
+          if (left >= 0 || right >= 0) {
+            const int64_t diff = i + offset - j;
+            if ((left >= 0 && diff > left) || (right >= 0 && -diff > right)) bj += kNegInf;
+          }
+          if (!nonpad.empty() && j >= nonpad[b]) bj += kNegInf;
+          bias[j] = round_to(dt, bj);
+          logits[j] = round_to(dt, qk[j] + bias[j]);
+        }
+        double mx = kNegInf, bias_max = kNegInf;
+        for (int64_t j = 0; j < total; ++j) {
+          mx = nan_max(mx, logits[j]);
+          bias_max = nan_max(bias_max, bias[j]);
+        }
+        // Softmax with each step rounded to the input dtype, as ONNX's definition computes it.
+        const double safe = mx == kNegInf ? 0.0 : mx;
+        double sum = 0;
+        for (int64_t j = 0; j < total; ++j)
+          sum += (p[j] = round_to(dt, std::exp(round_to(dt, logits[j] - safe))));
+        sum = round_to(dt, sum);
+        if (sum == 0) sum = 1;
+        const bool all_masked = bias_max == kNegInf;
+        for (int64_t j = 0; j < total; ++j) p[j] = all_masked ? 0.0 : round_to(dt, p[j] / sum);
+
+        const int64_t row = ((b * hq + h) * sq + i) * total;
+        for (int64_t j = 0; j < total; ++j)
+          qk_out[row + j] = mode == 3 ? p[j] : mode == 2 ? logits[j] : qk[j];
+        for (int64_t d = 0; d < dv; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < total; ++j)
+            acc += p[j] * val[((b * hkv + kh) * total + j) * dv + d];
+          const int64_t yi =
+              rank3 ? (b * sq + i) * hq * dv + h * dv + d : ((b * hq + h) * sq + i) * dv + d;
+          y[yi] = acc;
+        }
+      }
+    }
+  }
+  from_f64(ctx, ctx.output(0), y);
+  if (ctx.outputs.size() > 1 && ctx.outputs[1]) from_f64(ctx, ctx.output(1), key);
+  if (ctx.outputs.size() > 2 && ctx.outputs[2]) from_f64(ctx, ctx.output(2), val);
+  if (ctx.outputs.size() > 3 && ctx.outputs[3]) from_f64(ctx, ctx.output(3), qk_out);
+}
+
+LUMEN_REGISTER_KERNEL("reference", "attention", attention, DType::Float32, DType::Float64,
+                      DType::Float16, DType::BFloat16);
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,231 @@
+// Reference comparison, logical, bitwise and selection kernels (naive broadcasting loops).
+#include <cmath>
+#include <cstring>
+
+#include "backends/common/binary_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+struct Equal {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Less {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Greater {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct LessEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GreaterEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+
+// Comparisons: any dtype (bool included), output bool.
+template <class F>
+void compare(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const bool ok = bin::visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    bool *py = y.data<bool>();
+    const F f;
+    bin::for_each_broadcast<2>(y.shape(), {&a.shape(), &b.shape()},
+                               [&](int64_t i, const std::array<int64_t, 2> &o) {
+                                 py[i] = f(bin::load(pa[o[0]]), bin::load(pb[o[1]]));
+                               });
+  });
+  if (!ok) ctx.fail("no reference kernel for ", dtype_name(a.dtype()));
+}
+
+#define LUMEN_REF_COMPARE(name, F) \
+  LUMEN_REGISTER_KERNEL("reference", name, compare<F>, LUMEN_NUMERIC_DTYPES, DType::Bool)
+LUMEN_REF_COMPARE("equal", Equal);
+LUMEN_REF_COMPARE("less", Less);
+LUMEN_REF_COMPARE("greater", Greater);
+LUMEN_REF_COMPARE("less_equal", LessEqual);
+LUMEN_REF_COMPARE("greater_equal", GreaterEqual);
+
+struct And {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct Or {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct Xor {
+  bool operator()(bool a, bool b) const { return a != b; }
+};
+
+template <class F>
+void logical(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const bool *pa = a.data<bool>(), *pb = b.data<bool>();
+  bool *py = y.data<bool>();
+  const F f;
+  bin::for_each_broadcast<2>(
+      y.shape(), {&a.shape(), &b.shape()},
+      [&](int64_t i, const std::array<int64_t, 2> &o) { py[i] = f(pa[o[0]], pb[o[1]]); });
+}
+LUMEN_REGISTER_KERNEL("reference", "logical_and", logical<And>, DType::Bool);
+LUMEN_REGISTER_KERNEL("reference", "logical_or", logical<Or>, DType::Bool);
+LUMEN_REGISTER_KERNEL("reference", "logical_xor", logical<Xor>, DType::Bool);
+
+void logical_not(KernelContext &ctx) {
+  const bool *x = ctx.input(0).data<bool>();
+  bool *y = ctx.output(0).data<bool>();
+  for (int64_t i = 0, n = ctx.output(0).numel(); i < n; ++i) y[i] = !x[i];
+}
+LUMEN_REGISTER_KERNEL("reference", "logical_not", logical_not, DType::Bool);
+
+struct BitAnd {
+  template <class T>
+  T operator()(T a, T b) const {
+    return T(a & b);
+  }
+};
+struct BitOr {
+  template <class T>
+  T operator()(T a, T b) const {
+    return T(a | b);
+  }
+};
+struct BitXor {
+  template <class T>
+  T operator()(T a, T b) const {
+    return T(a ^ b);
+  }
+};
+// ONNX BitShift: shifts outside [0, bits) give 0 (left) or the sign fill (right); a left shift
+// of a signed value shifts its bit pattern.
+struct Shift {
+  bool left;
+  template <class T>
+  T operator()(T a, T b) const {
+    constexpr int bits = int(sizeof(T) * 8);
+    using U = std::make_unsigned_t<T>;
+    bool out_of_range = uint64_t(b) >= uint64_t(bits);
+    if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || b < T(0);
+    if (out_of_range) {
+      if (left) return T(0);
+      if constexpr (std::is_signed_v<T>) return a < T(0) ? T(-1) : T(0);
+      return T(0);
+    }
+    if (left) return T(U(U(a) << int(b)));
+    return T(a >> int(b));  // arithmetic for signed values (C++20)
+  }
+};
+
+template <class F>
+void bitwise(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  F f{};
+  if constexpr (std::is_same_v<F, Shift>) f.left = ctx.attrs.get_string("direction", "") == "LEFT";
+  bool done = false;
+  bin::visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T *pa = a.data<T>(), *pb = b.data<T>();
+      T *py = y.data<T>();
+      bin::for_each_broadcast<2>(
+          y.shape(), {&a.shape(), &b.shape()},
+          [&](int64_t i, const std::array<int64_t, 2> &o) { py[i] = f(pa[o[0]], pb[o[1]]); });
+      done = true;
+    }
+  });
+  if (!done) ctx.fail("no reference kernel for ", dtype_name(a.dtype()));
+}
+
+#define LUMEN_INTEGER_DTYPES                                                          \
+  DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, \
+      DType::UInt32, DType::UInt64
+LUMEN_REGISTER_KERNEL("reference", "bitwise_and", bitwise<BitAnd>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bitwise_or", bitwise<BitOr>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bitwise_xor", bitwise<BitXor>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bit_shift", bitwise<Shift>, LUMEN_INTEGER_DTYPES);
+
+void bitwise_not(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  bool done = false;
+  bin::visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const T *px = x.data<T>();
+      T *py = y.data<T>();
+      for (int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = T(~px[i]);
+      done = true;
+    }
+  });
+  if (!done) ctx.fail("no reference kernel for ", dtype_name(x.dtype()));
+}
+LUMEN_REGISTER_KERNEL("reference", "bitwise_not", bitwise_not, LUMEN_INTEGER_DTYPES);
+
+// is_nan / is_inf: floating inputs only, output bool.
+template <bool nan>
+void float_test(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  bool *py = ctx.output(0).data<bool>();
+  const bool pos = ctx.attrs.get_int("detect_positive", 1) != 0;
+  const bool neg = ctx.attrs.get_int("detect_negative", 1) != 0;
+  bool done = false;
+  bin::visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<bin::Compute<T>>) {
+      const T *px = x.data<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+        const auto v = bin::load(px[i]);
+        if constexpr (nan)
+          py[i] = std::isnan(v);
+        else
+          py[i] = std::isinf(v) && (v > 0 ? pos : neg);
+      }
+      done = true;
+    }
+  });
+  if (!done) ctx.fail("no reference kernel for ", dtype_name(x.dtype()));
+}
+#define LUMEN_FLOAT_DTYPES DType::Float32, DType::Float64, DType::Float16, DType::BFloat16
+LUMEN_REGISTER_KERNEL("reference", "is_nan", float_test<true>, LUMEN_FLOAT_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "is_inf", float_test<false>, LUMEN_FLOAT_DTYPES);
+
+// where: dispatched on the condition (bool); x and y share any dtype, copied bytewise.
+void where(KernelContext &ctx) {
+  const Tensor &c = ctx.input(0), &x = ctx.input(1), &yv = ctx.input(2);
+  Tensor &out = ctx.output(0);
+  const bool *pc = c.data<bool>();
+  const size_t elem = dtype_size(out.dtype());
+  const auto *px = static_cast<const unsigned char *>(x.raw_data());
+  const auto *py = static_cast<const unsigned char *>(yv.raw_data());
+  auto *po = static_cast<unsigned char *>(out.raw_data());
+  bin::for_each_broadcast<3>(out.shape(), {&c.shape(), &x.shape(), &yv.shape()},
+                             [&](int64_t i, const std::array<int64_t, 3> &o) {
+                               const unsigned char *src =
+                                   pc[o[0]] ? px + size_t(o[1]) * elem : py + size_t(o[2]) * elem;
+                               std::memcpy(po + size_t(i) * elem, src, elem);
+                             });
+}
+LUMEN_REGISTER_KERNEL("reference", "where", where, DType::Bool);
+
+}  // namespace
+}  // namespace lumen

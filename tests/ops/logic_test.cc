@@ -1,0 +1,119 @@
+// Comparison, logical, bitwise and selection ops on the reference backend: hand-computed values
+// (broadcasting, NaN, shifts out of range) and errors naming the op.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+template <class T>
+std::vector<T> vals(const Tensor &t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
+}
+std::vector<int> bools(const Tensor &t) {
+  std::vector<int> out;
+  for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<bool>()[i] ? 1 : 0);
+  return out;
+}
+
+template <class Fn>
+void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected lumen::Error";
+  } catch (const Error &e) {
+    const std::string msg = e.what();
+    for (const auto &needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
+  }
+}
+
+TEST(LogicTest, ComparisonsBroadcast) {
+  const Tensor a = Tensor::from_vector<float>({2, 2}, {1, 2, 3, NAN});
+  const Tensor b = Tensor::from_vector<float>({2}, {2, 2});
+  EXPECT_EQ(bools(call_op("equal", {a, b})[0]), (std::vector<int>{0, 1, 0, 0}));
+  EXPECT_EQ(bools(call_op("less", {a, b})[0]), (std::vector<int>{1, 0, 0, 0}));
+  EXPECT_EQ(bools(call_op("greater", {a, b})[0]), (std::vector<int>{0, 0, 1, 0}));
+  EXPECT_EQ(bools(call_op("less_equal", {a, b})[0]), (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(bools(call_op("greater_equal", {a, b})[0]), (std::vector<int>{0, 1, 1, 0}));
+  const Tensor u = Tensor::from_vector<uint64_t>({2}, {1, 18446744073709551615ull});
+  const Tensor v = Tensor::from_vector<uint64_t>({1}, {2});
+  EXPECT_EQ(bools(call_op("greater", {u, v})[0]), (std::vector<int>{0, 1}));
+  EXPECT_EQ(call_op("less", {u, v})[0].dtype(), DType::Bool);
+}
+
+TEST(LogicTest, LogicalOps) {
+  const Tensor a = Tensor::from_vector<bool>({2, 2}, {true, true, false, false});
+  const Tensor b = Tensor::from_vector<bool>({2}, {true, false});
+  EXPECT_EQ(bools(call_op("logical_and", {a, b})[0]), (std::vector<int>{1, 0, 0, 0}));
+  EXPECT_EQ(bools(call_op("logical_or", {a, b})[0]), (std::vector<int>{1, 1, 1, 0}));
+  EXPECT_EQ(bools(call_op("logical_xor", {a, b})[0]), (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(bools(call_op("logical_not", {b})[0]), (std::vector<int>{0, 1}));
+  const Tensor f = Tensor::from_vector<float>({2}, {1, 0});
+  expect_error([&] { call_op("logical_and", {f, f}); }, {"logical_and", "bool", "float32"});
+}
+
+TEST(LogicTest, BitwiseAndShifts) {
+  const Tensor a = Tensor::from_vector<int8_t>({3}, {12, -1, 5});
+  const Tensor b = Tensor::from_vector<int8_t>({3}, {10, 3, 8});
+  EXPECT_EQ(vals<int8_t>(call_op("bitwise_and", {a, b})[0]), (std::vector<int8_t>{8, 3, 0}));
+  EXPECT_EQ(vals<int8_t>(call_op("bitwise_or", {a, b})[0]), (std::vector<int8_t>{14, -1, 13}));
+  EXPECT_EQ(vals<int8_t>(call_op("bitwise_xor", {a, b})[0]), (std::vector<int8_t>{6, -4, 13}));
+  EXPECT_EQ(vals<int8_t>(call_op("bitwise_not", {a})[0]), (std::vector<int8_t>{-13, 0, -6}));
+  // Shifts by >= width or < 0: 0 to the left, the sign fill to the right.
+  const Tensor x = Tensor::from_vector<int8_t>({4}, {-8, 64, -8, 3});
+  const Tensor s = Tensor::from_vector<int8_t>({4}, {1, 1, 8, -1});
+  EXPECT_EQ(vals<int8_t>(call_op("bit_shift", {x, s}, {{"direction", std::string("LEFT")}})[0]),
+            (std::vector<int8_t>{-16, -128, 0, 0}));
+  EXPECT_EQ(vals<int8_t>(call_op("bit_shift", {x, s}, {{"direction", std::string("RIGHT")}})[0]),
+            (std::vector<int8_t>{-4, 32, -1, 0}));
+  const Tensor u = Tensor::from_vector<uint32_t>({2}, {1, 256});
+  const Tensor k = Tensor::from_vector<uint32_t>({1}, {4});
+  EXPECT_EQ(vals<uint32_t>(call_op("bit_shift", {u, k}, {{"direction", std::string("RIGHT")}})[0]),
+            (std::vector<uint32_t>{0, 16}));
+  expect_error(
+      [&] {
+        call_op("bit_shift", {u, k}, {{"direction", std::string("UP")}});
+      },
+      {"bit_shift", "direction"});
+  const Tensor f = Tensor::from_vector<float>({1}, {1});
+  expect_error([&] { call_op("bitwise_and", {f, f}); }, {"bitwise_and", "integer"});
+}
+
+TEST(LogicTest, IsNanIsInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::from_vector<float>({4}, {1, NAN, inf, -inf});
+  EXPECT_EQ(bools(call_op("is_nan", {x})[0]), (std::vector<int>{0, 1, 0, 0}));
+  EXPECT_EQ(bools(call_op("is_inf", {x})[0]), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(bools(call_op("is_inf", {x}, {{"detect_negative", int64_t(0)}})[0]),
+            (std::vector<int>{0, 0, 1, 0}));
+  EXPECT_EQ(bools(call_op("is_inf", {x}, {{"detect_positive", int64_t(0)}})[0]),
+            (std::vector<int>{0, 0, 0, 1}));
+  const Tensor i = Tensor::from_vector<int32_t>({1}, {1});
+  expect_error([&] { call_op("is_nan", {i}); }, {"is_nan", "int32"});
+}
+
+TEST(LogicTest, WhereBroadcastsThreeWays) {
+  const Tensor c = Tensor::from_vector<bool>({2, 1}, {true, false});
+  const Tensor x = Tensor::from_vector<int64_t>({3}, {1, 2, 3});
+  const Tensor y = Tensor::from_vector<int64_t>({1}, {-1});
+  const Tensor out = call_op("where", {c, x, y})[0];
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  EXPECT_EQ(vals<int64_t>(out), (std::vector<int64_t>{1, 2, 3, -1, -1, -1}));
+  const Tensor f = Tensor::from_vector<float>({1}, {1});
+  expect_error([&] { call_op("where", {c, x, f}); }, {"where", "int64", "float32"});
+  expect_error([&] { call_op("where", {x, x, x}); }, {"where", "bool"});
+  const Tensor bad = Tensor::from_vector<int64_t>({2}, {1, 2});
+  expect_error(
+      [&] {
+        call_op("where", {Tensor::zeros({3}, DType::Bool), bad, bad});
+      },
+      {"where", "[3]", "[2]"});
+}
+
+}  // namespace
+}  // namespace lumen

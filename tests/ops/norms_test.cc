@@ -1,0 +1,137 @@
+// layer_norm, rms_norm, instance_norm, group_norm, lp_norm and mean_variance_norm on the
+// reference kernels: hand-computed values and errors naming the op.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+Tensor f32(const Shape &shape, const std::vector<float> &v) {
+  return Tensor::from_vector<float>(shape, v);
+}
+
+std::vector<Tensor> run(const std::string &op, const std::vector<Tensor> &inputs,
+                        const Attributes &attrs = {}) {
+  return call_op(op, inputs, attrs, "reference");
+}
+
+template <class Fn>
+void expect_error(Fn &&fn, const std::string &needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected lumen::Error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(NormsTest, LayerNormLastAxisWithStatistics) {
+  // Rows [1, 3] and [0, 4]: means 2 and 2, variances 1 and 4; epsilon 0.
+  const auto out =
+      run("layer_norm", {f32({2, 2}, {1, 3, 0, 4}), f32({2}, {2, 1}), f32({2}, {0, 10})},
+          {{"epsilon", 0.0}});
+  ASSERT_EQ(out.size(), 3u);
+  const float want[] = {-2, 11, -2, 11};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[0].data<float>()[i], want[i], 1e-6) << i;
+  EXPECT_EQ(out[1].shape(), (Shape{2, 1}));
+  EXPECT_NEAR(out[1].data<float>()[1], 2, 1e-6);
+  EXPECT_NEAR(out[2].data<float>()[1], 0.5, 1e-6);  // 1 / sqrt(4)
+}
+
+TEST(NormsTest, LayerNormAxisZeroNormalizesEverything) {
+  const auto out =
+      run("layer_norm", {f32({2, 2}, {1, 2, 3, 4}), f32({1}, {1})}, {{"axis", int64_t{0}}});
+  // mean 2.5, variance 1.25.
+  const double inv = 1 / std::sqrt(1.25 + 1e-5);
+  EXPECT_NEAR(out[0].data<float>()[0], -1.5 * inv, 1e-5);
+  EXPECT_NEAR(out[0].data<float>()[3], 1.5 * inv, 1e-5);
+  EXPECT_EQ(out[1].shape(), (Shape{1, 1}));
+}
+
+TEST(NormsTest, RmsNorm) {
+  // Row [3, 4]: mean of squares 12.5.
+  const auto out = run("rms_norm", {f32({1, 2}, {3, 4}), f32({2}, {1, 2})}, {{"epsilon", 0.0}});
+  const double r = std::sqrt(12.5);
+  EXPECT_NEAR(out[0].data<float>()[0], 3 / r, 1e-6);
+  EXPECT_NEAR(out[0].data<float>()[1], 8 / r, 1e-6);
+}
+
+TEST(NormsTest, InstanceAndGroupNorm) {
+  // x [1, 2, 2]: channel 0 [0, 2] (mean 1, var 1), channel 1 [1, 5] (mean 3, var 4).
+  const Tensor x = f32({1, 2, 2}, {0, 2, 1, 5});
+  const auto in = run("instance_norm", {x, f32({2}, {1, 2}), f32({2}, {0, 1})}, {{"epsilon", 0.0}});
+  const float want[] = {-1, 1, -1, 3};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(in[0].data<float>()[i], want[i], 1e-6) << i;
+  // One group over all four values: mean 2, var (4 + 0 + 1 + 9) / 4 = 3.5.
+  const auto g = run("group_norm", {x, f32({2}, {1, 1}), f32({2}, {0, 0})},
+                     {{"num_groups", int64_t{1}}, {"epsilon", 0.0}});
+  EXPECT_NEAR(g[0].data<float>()[3], 3 / std::sqrt(3.5), 1e-6);
+  // Two groups equal instance norm; per-group parameters (opset 18 form).
+  const auto g2 =
+      run("group_norm", {x, f32({2}, {1, 2}), f32({2}, {0, 1})},
+          {{"num_groups", int64_t{2}}, {"epsilon", 0.0}, {"scale_per_group", int64_t{1}}});
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(g2[0].data<float>()[i], want[i], 1e-6) << i;
+  expect_error(
+      [&] {
+        run("group_norm", {x, f32({2}, {1, 1}), f32({2}, {0, 0})}, {{"num_groups", int64_t{3}}});
+      },
+      "does not divide");
+}
+
+TEST(NormsTest, LpNormAndMeanVarianceNorm) {
+  const auto l2 = run("lp_norm", {f32({2, 2}, {3, 4, 0, 0})});
+  EXPECT_NEAR(l2[0].data<float>()[0], 0.6, 1e-6);
+  EXPECT_NEAR(l2[0].data<float>()[1], 0.8, 1e-6);
+  EXPECT_EQ(l2[0].data<float>()[2], 0.0f);  // zero norm gives 0
+  const auto l1 = run("lp_norm", {f32({2}, {-1, 3})}, {{"p", int64_t{1}}, {"axis", int64_t{0}}});
+  EXPECT_NEAR(l1[0].data<float>()[0], -0.25, 1e-6);
+  // mvn over axis 1 of [1, 4]: mean 2.5, std sqrt(1.25).
+  const auto mvn =
+      run("mean_variance_norm", {f32({1, 4}, {1, 2, 3, 4})}, {{"axes", std::vector<int64_t>{1}}});
+  EXPECT_NEAR(mvn[0].data<float>()[0], -1.5 / (std::sqrt(1.25) + 1e-9), 1e-5);
+  expect_error(
+      [&] {
+        run("lp_norm", {f32({2}, {1, 2})}, {{"p", int64_t{3}}});
+      },
+      "p must be 1 or 2");
+  expect_error(
+      [&] {
+        run("layer_norm", {f32({2, 2}, {1, 2, 3, 4}), f32({3}, {1, 1, 1})});
+      },
+      "does not broadcast");
+}
+
+TEST(NormsTest, LayerNormCpuMatchesReference) {
+  using testing::cpu_matches_reference;
+  using testing::random_tensor;
+  // The CPU fast path (last axis, [D] parameters) and its fallbacks (axis 1, broadcast scale).
+  const Tensor x = random_tensor({3, 4, 8}, 1, -3, 3);
+  EXPECT_TRUE(
+      cpu_matches_reference("layer_norm", {x, random_tensor({8}, 2), random_tensor({8}, 3)}));
+  EXPECT_TRUE(cpu_matches_reference("layer_norm", {x, random_tensor({8}, 4)}));
+  EXPECT_TRUE(
+      cpu_matches_reference("layer_norm", {x, random_tensor({4, 8}, 5)}, {{"axis", int64_t{1}}}));
+  EXPECT_TRUE(cpu_matches_reference("layer_norm", {x, random_tensor({1}, 6)}));
+  EXPECT_TRUE(
+      cpu_matches_reference("layer_norm", {random_tensor({0, 8}, 7), random_tensor({8}, 8)}));
+}
+
+TEST(NormsTest, BatchNormTraining) {
+  // Channel 0 values [1, 3] (mean 2, var 1), channel 1 [0, 0] (mean 0, var 0); epsilon 0 for c0.
+  const Tensor x = f32({2, 2}, {1, 0, 3, 0});
+  const auto out =
+      run("batch_norm_training",
+          {x, f32({2}, {1, 1}), f32({2}, {0, 5}), f32({2}, {10, 10}), f32({2}, {1, 1})},
+          {{"epsilon", 0.0}, {"momentum", 0.5}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_NEAR(out[0].data<float>()[0], -1, 1e-6);
+  EXPECT_NEAR(out[0].data<float>()[2], 1, 1e-6);
+  EXPECT_NEAR(out[1].data<float>()[0], 6, 1e-6);    // 10 * 0.5 + 2 * 0.5
+  EXPECT_NEAR(out[2].data<float>()[1], 0.5, 1e-6);  // 1 * 0.5 + 0 * 0.5
+}
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,198 @@
+// Quantization ops on the reference backend: hand-computed values (round half to even,
+// saturation, per-tensor / per-axis / blocked parameters) and errors.
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+using testing::all_close;
+
+template <class F>
+std::string error_of(F fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+template <class T>
+Tensor t(const Shape &shape, const std::vector<T> &values) {
+  return Tensor::from_vector(shape, values);
+}
+
+Tensor run1(const std::string &op, const std::vector<Tensor> &inputs,
+            const Attributes &attrs = {}) {
+  auto out = call_op(op, inputs, attrs, "reference");
+  EXPECT_EQ(out.size(), 1u);
+  return out.at(0);
+}
+
+TEST(QuantizeOp, PerTensorSaturatesAndRoundsHalfToEven) {
+  const Tensor y = run1("quantize_linear", {t<float>({6}, {0, 2, 3, 1000, -254, -1000}),
+                                            t<float>({}, {2}), t<uint8_t>({}, {128})});
+  EXPECT_TRUE(all_close(y, t<uint8_t>({6}, {128, 129, 130, 255, 1, 0})));
+  const Tensor z = run1("quantize_linear",
+                        {t<float>({5}, {1, 3, 5, -1, -3}), t<float>({}, {2}), t<int8_t>({}, {0})});
+  EXPECT_TRUE(all_close(z, t<int8_t>({5}, {0, 2, 2, 0, -2})));
+}
+
+TEST(QuantizeOp, DefaultsToUint8AndDtypeAttribute) {
+  EXPECT_TRUE(all_close(run1("quantize_linear", {t<float>({3}, {-5, 3, 600}), t<float>({}, {1})}),
+                        t<uint8_t>({3}, {0, 3, 255})));
+  // int16 (compared by hand: the test helpers do not read int16).
+  const Tensor y = run1("quantize_linear", {t<float>({2}, {-70000, 7}), t<float>({}, {1})},
+                        {{"dtype", std::string("int16")}});
+  ASSERT_EQ(y.dtype(), DType::Int16);
+  EXPECT_EQ(y.data<int16_t>()[0], -32768);
+  EXPECT_EQ(y.data<int16_t>()[1], 7);
+}
+
+TEST(QuantizeOp, PerAxisAndBlocked) {
+  const Tensor x = t<float>({1, 3, 2}, {4, 8, 4, 8, 4, 8});
+  EXPECT_TRUE(
+      all_close(run1("quantize_linear", {x, t<float>({3}, {1, 2, 4}), t<uint8_t>({3}, {0, 1, 2})}),
+                t<uint8_t>({1, 3, 2}, {4, 8, 3, 5, 3, 4})));
+  const Tensor xb = t<float>({2, 4}, {1, 2, 4, 8, 8, 16, 16, 32});
+  EXPECT_TRUE(all_close(
+      run1("quantize_linear", {xb, t<float>({2, 2}, {1, 2, 4, 8})},
+           {{"axis", int64_t{1}}, {"block_size", int64_t{2}}, {"dtype", std::string("int8")}}),
+      t<int8_t>({2, 4}, {1, 2, 2, 4, 2, 4, 2, 4})));
+}
+
+TEST(QuantizeOp, Dequantize) {
+  EXPECT_TRUE(all_close(run1("dequantize_linear", {t<uint8_t>({4}, {0, 3, 128, 255}),
+                                                   t<float>({}, {2}), t<uint8_t>({}, {128})}),
+                        t<float>({4}, {-256, -250, 0, 254})));
+  EXPECT_TRUE(all_close(
+      run1("dequantize_linear",
+           {t<int8_t>({2, 2}, {1, 2, 4, 6}), t<float>({2}, {1, 0.5f}), t<int8_t>({2}, {0, 2})},
+           {{"axis", int64_t{0}}}),
+      t<float>({2, 2}, {1, 2, 1, 2})));
+  // Blocked along axis 1, blocks of 2 (the last block is partial).
+  EXPECT_TRUE(all_close(
+      run1("dequantize_linear", {t<int32_t>({1, 3}, {2, 4, 6}), t<float>({1, 2}, {0.5f, 2})},
+           {{"block_size", int64_t{2}}}),
+      t<float>({1, 3}, {1, 2, 12})));
+}
+
+TEST(QuantizeOp, DynamicQuantize) {
+  const auto out = call_op("dynamic_quantize_linear",
+                           {t<float>({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f})}, {}, "reference");
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(all_close(out[0], t<uint8_t>({6}, {153, 255, 0, 26, 221, 179})));
+  EXPECT_TRUE(all_close(out[1], t<float>({}, {5.0f / 255.0f})));
+  EXPECT_TRUE(all_close(out[2], t<uint8_t>({}, {153})));
+}
+
+TEST(QuantizeOp, MatMulInteger) {
+  const Tensor a = t<uint8_t>({4, 3}, {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0});
+  const Tensor b = t<uint8_t>({3, 2}, {1, 4, 2, 5, 3, 6});
+  EXPECT_TRUE(all_close(run1("matmul_integer", {a, b, t<uint8_t>({}, {12}), t<uint8_t>({}, {0})}),
+                        t<int32_t>({4, 2}, {-38, -83, -44, -98, -50, -113, -56, -128})));
+  // Per-row / per-column zero points, int8, no zero points at all.
+  EXPECT_TRUE(
+      all_close(run1("matmul_integer", {t<int8_t>({2, 1}, {3, -3}), t<int8_t>({1, 2}, {5, 6}),
+                                        t<int8_t>({2}, {1, -1}), t<int8_t>({2}, {0, 1})}),
+                t<int32_t>({2, 2}, {10, 10, -10, -10})));
+  EXPECT_TRUE(all_close(
+      run1("matmul_integer", {t<int8_t>({1, 2}, {-128, -128}), t<int8_t>({2, 1}, {-128, 127})}),
+      t<int32_t>({1, 1}, {16384 - 16256})));
+}
+
+TEST(QuantizeOp, ConvInteger) {
+  const Tensor x = t<uint8_t>({1, 1, 3, 3}, {2, 3, 4, 5, 6, 7, 8, 9, 10});
+  const Tensor w = t<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1});
+  EXPECT_TRUE(all_close(run1("conv_integer", {x, w, t<uint8_t>({}, {1})}),
+                        t<int32_t>({1, 1, 2, 2}, {12, 16, 24, 28})));
+  // Padding 1 on every side with stride 2: corners of the padded 5x5 input.
+  EXPECT_TRUE(all_close(
+      run1("conv_integer", {x, w, t<uint8_t>({}, {1})},
+           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}}),
+      t<int32_t>({1, 1, 2, 2}, {1, 5, 11, 28})));
+}
+
+TEST(QuantizeOp, QLinearMatMulAndConv) {
+  // a' = [0, 10], b' = [2, 4]: 40 * (0.5 * 0.25 / 1) + 5 = 10.
+  EXPECT_TRUE(all_close(run1("qlinear_matmul", {t<uint8_t>({1, 2}, {10, 20}), t<float>({}, {0.5f}),
+                                                t<uint8_t>({}, {10}), t<uint8_t>({2, 1}, {3, 5}),
+                                                t<float>({}, {0.25f}), t<uint8_t>({}, {1}),
+                                                t<float>({}, {1}), t<uint8_t>({}, {5})}),
+                        t<uint8_t>({1, 1}, {10})));
+  // acc = x * 2 (+ bias 1) -> times 0.25: [0.75, 1.25, 1.75, 2.25] rounds half to even...
+  // with bias: acc = [3, 5, 7, 9] * 0.25 = [0.75, 1.25, 1.75, 2.25] -> [1, 1, 2, 2].
+  const std::vector<Tensor> in{t<int8_t>({1, 1, 2, 2}, {1, 2, 3, 4}),
+                               t<float>({}, {1}),
+                               t<int8_t>({}, {0}),
+                               t<int8_t>({1, 1, 1, 1}, {3}),
+                               t<float>({1}, {0.5f}),
+                               t<int8_t>({1}, {1}),
+                               t<float>({}, {2}),
+                               t<int8_t>({}, {0}),
+                               t<int32_t>({1}, {1})};
+  EXPECT_TRUE(all_close(run1("qlinear_conv", in), t<int8_t>({1, 1, 2, 2}, {1, 1, 2, 2})));
+  // Without bias: acc = [2, 4, 6, 8] * 0.25 = [0.5, 1, 1.5, 2] -> [0, 1, 2, 2] (half to even).
+  std::vector<Tensor> no_bias(in.begin(), in.end() - 1);
+  EXPECT_TRUE(all_close(run1("qlinear_conv", no_bias), t<int8_t>({1, 1, 2, 2}, {0, 1, 2, 2})));
+}
+
+TEST(QuantizeOp, Errors) {
+  EXPECT_NE(
+      error_of([] {
+        run1("quantize_linear", {t<float>({2, 3}, {1, 2, 3, 4, 5, 6}), t<float>({2}, {1, 2})});
+      }).find("scale of shape [2]"),
+      std::string::npos);
+  EXPECT_NE(error_of([] {
+              run1("quantize_linear", {t<int32_t>({2}, {1, 2}), t<float>({}, {1})});
+            }).find("floating point"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        run1("dequantize_linear", {t<uint8_t>({2}, {1, 2}), t<float>({}, {1}), t<int8_t>({}, {0})});
+      }).find("zero point dtype"),
+      std::string::npos);
+  EXPECT_NE(error_of([] {
+              run1("matmul_integer",
+                   {t<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6}), t<uint8_t>({2, 1}, {1, 2})});
+            }).find("inner dimensions"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              run1("conv_integer", {t<uint8_t>({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                    t<uint8_t>({1, 1, 1, 1}, {1})});
+            }).find("input channels"),
+            std::string::npos);
+}
+
+std::vector<uint8_t> narrow_bytes(const Tensor &x) {
+  const auto *p = static_cast<const uint8_t *>(x.raw_data());
+  return std::vector<uint8_t>(p, p + x.numel());
+}
+
+TEST(QuantizeOp, NarrowTypes) {
+  // int4: round half to even, saturate to [-8, 7]; stored as the low 4 bits.
+  const Tensor y = run1("quantize_linear", {t<float>({4}, {-20, 0.5, 3.6, 10}), t<float>({}, {1}),
+                                            t<Int4>({}, {Int4{0x1}})});
+  EXPECT_EQ(y.dtype(), DType::Int4);
+  EXPECT_EQ(narrow_bytes(y), (std::vector<uint8_t>{0x8, 0x1, 0x5, 0x7}));
+  const Tensor d = run1("dequantize_linear", {y, t<float>({}, {2}), t<Int4>({}, {Int4{0xF}})});
+  EXPECT_TRUE(all_close(d, t<float>({4}, {-14, 4, 12, 16})));
+  // float8: x / scale cast, saturating unless saturate=0; the zero point is ignored.
+  const std::vector<Tensor> in{t<float>({2}, {1000, 3}), t<float>({}, {1}),
+                               t<Float8E4M3FN>({}, {Float8E4M3FN{0}})};
+  EXPECT_EQ(narrow_bytes(run1("quantize_linear", in)), (std::vector<uint8_t>{0x7E, 0x44}));
+  EXPECT_EQ(narrow_bytes(run1("quantize_linear", in, {{"saturate", int64_t{0}}})),
+            (std::vector<uint8_t>{0x7F, 0x44}));
+  const Tensor f = run1("dequantize_linear", {run1("quantize_linear", in), t<float>({}, {2})});
+  EXPECT_TRUE(all_close(f, t<float>({2}, {896, 6})));
+  // float8e8m0 is not a quantized type.
+  EXPECT_THROW(run1("quantize_linear", {t<float>({1}, {1}), t<float>({}, {1})},
+                    {{"dtype", std::string("float8_e8m0fnu")}}),
+               Error);
+}
+
+}  // namespace
+}  // namespace lumen
