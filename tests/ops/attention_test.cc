@@ -10,6 +10,8 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 Tensor f32(const Shape &shape, const std::vector<float> &v) {
   return Tensor::from_vector<float>(shape, v);
 }
@@ -88,16 +90,6 @@ TEST(AttentionTest, ThreeDimensionalLayout) {
   const double e = std::exp(1.0);
   EXPECT_NEAR(out[0].data<float>()[0], (10 + 20 * e) / (1 + e), 1e-5);
   EXPECT_NEAR(out[0].data<float>()[1], 1.5, 1e-5);  // head 1: scores [0, 0]
-}
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::string &needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(AttentionTest, Errors) {

@@ -10,6 +10,8 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 template <class T>
 std::vector<T> vals(const Tensor &t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
@@ -18,18 +20,6 @@ std::vector<int> bools(const Tensor &t) {
   std::vector<int> out;
   for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.data<bool>()[i] ? 1 : 0);
   return out;
-}
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    const std::string msg = e.what();
-    for (const auto &needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
-  }
 }
 
 TEST(LogicTest, ComparisonsBroadcast) {

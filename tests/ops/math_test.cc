@@ -10,23 +10,13 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 using testing::all_close;
 
 template <class T>
 std::vector<T> vals(const Tensor &t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.numel());
-}
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    const std::string msg = e.what();
-    for (const auto &needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
-  }
 }
 
 Tensor f64(const Shape &s, std::vector<double> v) {

@@ -10,17 +10,7 @@
 namespace lumen {
 namespace {
 
-template <class Fn>
-void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    const std::string msg = e.what();
-    for (const auto &needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
-  }
-}
+using testing::expect_error;
 
 template <class T>
 std::vector<T> values(const Tensor &t) {

@@ -9,6 +9,8 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 Tensor f32(const Shape &shape, const std::vector<float> &v) {
   return Tensor::from_vector<float>(shape, v);
 }
@@ -16,16 +18,6 @@ Tensor f32(const Shape &shape, const std::vector<float> &v) {
 std::vector<Tensor> run(const std::string &op, const std::vector<Tensor> &inputs,
                         const Attributes &attrs = {}) {
   return call_op(op, inputs, attrs, "reference");
-}
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::string &needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(NormsTest, LayerNormLastAxisWithStatistics) {

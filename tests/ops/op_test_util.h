@@ -41,18 +41,31 @@ inline Tensor random_tensor(const Shape &shape, uint64_t seed, double lo = -1.0,
 
 inline double element_as_double(const Tensor &t, int64_t i) {
   switch (t.dtype()) {
-    case DType::Float32: return t.data<float>()[i];
-    case DType::Float64: return t.data<double>()[i];
-    case DType::Int32: return t.data<int32_t>()[i];
-    case DType::Int64: return double(t.data<int64_t>()[i]);
-    case DType::UInt8: return t.data<uint8_t>()[i];
-    case DType::Int8: return t.data<int8_t>()[i];
-    case DType::Int16: return t.data<int16_t>()[i];
-    case DType::UInt16: return t.data<uint16_t>()[i];
-    case DType::UInt32: return t.data<uint32_t>()[i];
-    case DType::UInt64: return double(t.data<uint64_t>()[i]);
-    case DType::Bool: return t.data<bool>()[i];
-    default: ADD_FAILURE() << "element_as_double: unsupported dtype"; return 0;
+    case DType::Float32:
+      return t.data<float>()[i];
+    case DType::Float64:
+      return t.data<double>()[i];
+    case DType::Int32:
+      return t.data<int32_t>()[i];
+    case DType::Int64:
+      return double(t.data<int64_t>()[i]);
+    case DType::UInt8:
+      return t.data<uint8_t>()[i];
+    case DType::Int8:
+      return t.data<int8_t>()[i];
+    case DType::Int16:
+      return t.data<int16_t>()[i];
+    case DType::UInt16:
+      return t.data<uint16_t>()[i];
+    case DType::UInt32:
+      return t.data<uint32_t>()[i];
+    case DType::UInt64:
+      return double(t.data<uint64_t>()[i]);
+    case DType::Bool:
+      return t.data<bool>()[i];
+    default:
+      ADD_FAILURE() << "element_as_double: unsupported dtype";
+      return 0;
   }
 }
 
@@ -67,11 +80,27 @@ inline ::testing::AssertionResult all_close(const Tensor &actual, const Tensor &
     const double x = element_as_double(a, i), y = element_as_double(e, i);
     if (std::isnan(x) && std::isnan(y)) continue;
     if (!(std::abs(x - y) <= atol + rtol * std::abs(y)))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << x << ", expected " << y << " (" << a.to_string()
-             << ")";
+      return ::testing::AssertionFailure() << "element " << i << ": got " << x << ", expected " << y
+                                           << " (" << a.to_string() << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// Expects `fn` to throw lumen::Error whose message contains every one of `needles`.
+template <class Fn>
+void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected lumen::Error";
+  } catch (const Error &e) {
+    const std::string msg = e.what();
+    for (const auto &needle : needles)
+      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
+  }
+}
+template <class Fn>
+void expect_error(Fn &&fn, const std::string &needle) {
+  expect_error(std::forward<Fn>(fn), std::vector<std::string>{needle});
 }
 
 // Runs `op` on the "cpu" and "reference" backends and checks they agree.

@@ -8,6 +8,8 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 Tensor f32(const Shape &shape, const std::vector<float> &v) {
   return Tensor::from_vector<float>(shape, v);
 }
@@ -67,16 +69,6 @@ TEST(ResizeTest, CubicAtIntegerPositionsKeepsValues) {
                            {"coordinate_transformation_mode", std::string("asymmetric")}});
   ASSERT_EQ(y.shape(), (Shape{1, 8}));
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y.data<float>()[2 * i], x.data<float>()[i], 1e-5);
-}
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::string &needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(ResizeTest, Errors) {

@@ -11,19 +11,9 @@
 namespace lumen {
 namespace {
 
-using testing::random_tensor;
+using testing::expect_error;
 
-template <class Fn>
-void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    const std::string msg = e.what();
-    for (const auto &needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
-  }
-}
+using testing::random_tensor;
 
 // Random bytes of any dtype (Bool gets 0/1 so every byte is a valid bool).
 Tensor random_any(const Shape &shape, DType dtype, uint64_t seed) {

@@ -10,20 +10,10 @@
 namespace lumen {
 namespace {
 
+using testing::expect_error;
+
 using testing::cpu_matches_reference;
 using testing::random_tensor;
-
-template <class Fn>
-void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected lumen::Error";
-  } catch (const Error &e) {
-    const std::string msg = e.what();
-    for (const auto &needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in: " << msg;
-  }
-}
 
 TEST(SoftmaxTest, HandComputedLastAxis) {
   const Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0, 5});

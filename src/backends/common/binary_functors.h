@@ -155,8 +155,9 @@ bool visit_dtype(DType dtype, F &&f) {
     case DType::Bool:
       f(bool{});
       return true;
+    default:  // storage-only types (float8, int4, ...) have no arithmetic
+      return false;
   }
-  return false;
 }
 
 // Every numeric dtype (all but bool), for kernel registration.
