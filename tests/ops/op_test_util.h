@@ -99,7 +99,7 @@ void expect_error(Fn &&fn, const std::vector<std::string> &needles) {
   }
 }
 template <class Fn>
-void expect_error(Fn &&fn, const std::string &needle) {
+void expect_error(Fn &&fn, const char *needle) {
   expect_error(std::forward<Fn>(fn), std::vector<std::string>{needle});
 }
 

@@ -1,0 +1,167 @@
+// Reference non_max_suppression: per batch and class, the boxes whose score is above
+// score_threshold (all boxes when it is omitted) in descending score order (ties: lower index
+// first), each kept unless its IoU with an already kept box of that class exceeds iou_threshold,
+// at most max_output_boxes_per_class per class. The selection itself is shared with inference
+// (the output's row count depends on it).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "backends/common/binary_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+
+namespace detection_detail {
+
+double scalar_f64(const Tensor *t) {
+  if (!t || t->numel() == 0) return 0;
+  double v = 0;
+  bin::visit_dtype(t->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    v = double(bin::load<T>(t->data<T>()[0]));
+  });
+  return v;
+}
+
+std::vector<double> all_f64(const Tensor &t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load<T>(p[i]));
+  });
+  return out;
+}
+
+namespace {
+// True when box a suppresses box b (IoU > threshold).
+bool suppress(const double *a, const double *b, bool center, double threshold) {
+  double ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
+  if (center) {
+    ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
+    bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+  } else {
+    ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]);
+    ay0 = std::min(a[0], a[2]), ay1 = std::max(a[0], a[2]);
+    bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]);
+    by0 = std::min(b[0], b[2]), by1 = std::max(b[0], b[2]);
+  }
+  const double ix0 = std::max(ax0, bx0), ix1 = std::min(ax1, bx1);
+  const double iy0 = std::max(ay0, by0), iy1 = std::min(ay1, by1);
+  if (ix1 <= ix0 || iy1 <= iy0) return false;
+  const double inter = (ix1 - ix0) * (iy1 - iy0);
+  const double area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
+  const double uni = area_a + area_b - inter;
+  if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+  return inter / uni > threshold;
+}
+}  // namespace
+
+// Inputs: boxes [B, S, 4], scores [B, C, S], then optional max_output_boxes_per_class (int),
+// iou_threshold, score_threshold (float scalars). Shapes were checked by the caller.
+std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *> &in, bool center) {
+  const Tensor &boxes = *in[0], &scores = *in[1];
+  const int64_t B = boxes.shape()[0], S = boxes.shape()[1], C = scores.shape()[1];
+  int64_t max_out = 0;
+  if (in.size() > 2 && in[2] && in[2]->numel() > 0)
+    max_out = std::max<int64_t>(0, int64_t(scalar_f64(in[2])));
+  const double iou = in.size() > 3 ? scalar_f64(in[3]) : 0.0;
+  const bool has_score = in.size() > 4 && in[4] && in[4]->numel() > 0;
+  const double score_thr = has_score ? scalar_f64(in[4]) : 0.0;
+  const std::vector<double> bv = all_f64(boxes), sv = all_f64(scores);
+  std::vector<std::array<int64_t, 3>> out;
+  if (max_out == 0) return out;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t c = 0; c < C; ++c) {
+      const double *s = &sv[size_t((b * C + c) * S)];
+      std::vector<int64_t> cand;
+      for (int64_t i = 0; i < S; ++i)
+        if (!has_score || s[i] > score_thr) cand.push_back(i);
+      std::stable_sort(cand.begin(), cand.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : cand) {
+        if (int64_t(kept.size()) >= max_out) break;
+        bool keep = true;
+        for (int64_t j : kept)
+          if (suppress(&bv[size_t((b * S + i) * 4)], &bv[size_t((b * S + j) * 4)], center, iou)) {
+            keep = false;
+            break;
+          }
+        if (keep) {
+          kept.push_back(i);
+          out.push_back({b, c, i});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace detection_detail
+
+namespace {
+
+void non_max_suppression(KernelContext &ctx) {
+  const auto sel =
+      detection_detail::nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
+  Tensor &y = ctx.output(0);
+  if (y.numel() != int64_t(sel.size()) * 3)
+    ctx.fail("output holds ", y.numel(), " values, selection has ", sel.size(), " rows");
+  int64_t *p = y.data<int64_t>();
+  for (size_t i = 0; i < sel.size(); ++i)
+    for (size_t k = 0; k < 3; ++k) p[i * 3 + k] = sel[i][k];
+}
+
+LUMEN_REGISTER_KERNEL("reference", "non_max_suppression", non_max_suppression, DType::Float32,
+                      DType::Float64, DType::Float16, DType::BFloat16);
+
+// det: LU decomposition with partial pivoting per matrix, in double.
+void det(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const int64_t m = x.shape()[x.rank() - 1];
+  const std::vector<double> xv = detection_detail::all_f64(x);
+  std::vector<double> out(static_cast<size_t>(y.numel()));
+  std::vector<double> a(size_t(m * m));
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::copy(xv.begin() + int64_t(k) * m * m, xv.begin() + int64_t(k + 1) * m * m, a.begin());
+    double d = 1;
+    for (int64_t c = 0; c < m && d != 0; ++c) {
+      int64_t piv = c;
+      for (int64_t r = c + 1; r < m; ++r)
+        if (std::abs(a[size_t(r * m + c)]) > std::abs(a[size_t(piv * m + c)])) piv = r;
+      if (a[size_t(piv * m + c)] == 0) {
+        d = 0;
+        break;
+      }
+      if (piv != c) {
+        for (int64_t j = 0; j < m; ++j) std::swap(a[size_t(c * m + j)], a[size_t(piv * m + j)]);
+        d = -d;
+      }
+      const double p = a[size_t(c * m + c)];
+      d *= p;
+      for (int64_t r = c + 1; r < m; ++r) {
+        const double f = a[size_t(r * m + c)] / p;
+        for (int64_t j = c; j < m; ++j) a[size_t(r * m + j)] -= f * a[size_t(c * m + j)];
+      }
+    }
+    out[k] = d;
+  }
+  const bool ok = bin::visit_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
+                  std::is_same_v<T, BFloat16>) {
+      T *p = y.data<T>();
+      for (size_t i = 0; i < out.size(); ++i) p[i] = bin::store<T>(bin::Compute<T>(out[i]));
+    }
+  });
+  if (!ok) ctx.fail("unsupported dtype ", dtype_name(y.dtype()));
+}
+
+LUMEN_REGISTER_KERNEL("reference", "det", det, DType::Float32, DType::Float64, DType::Float16,
+                      DType::BFloat16);
+
+}  // namespace
+}  // namespace lumen

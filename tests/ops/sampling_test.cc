@@ -1,0 +1,110 @@
+// grid_sample and affine_grid on the reference kernel: hand-computed samples for the modes,
+// padding modes and align_corners, and errors naming the op.
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+Tensor f32(const Shape &shape, const std::vector<float> &v) {
+  return Tensor::from_vector<float>(shape, v);
+}
+
+void expect_values(const Tensor &t, const Shape &shape, const std::vector<float> &want) {
+  ASSERT_EQ(t.shape(), shape);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], 1e-5) << i;
+}
+
+template <class Fn>
+void expect_error(Fn &&fn, const std::string &needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected lumen::Error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+Tensor grid_sample(const Tensor &x, const Tensor &grid, const Attributes &attrs) {
+  return call_op("grid_sample", {x, grid}, attrs, "reference").at(0);
+}
+
+const Tensor kX = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+
+TEST(GridSampleTest, LinearAlignCorners) {
+  // (x, y) = (0, 0) is the centre: 2.5; (-1, -1) is pixel [0][0]; (1, -1) is pixel [0][1].
+  expect_values(grid_sample(kX, f32({1, 1, 3, 2}, {0, 0, -1, -1, 1, -1}),
+                            {{"mode", std::string("linear")}, {"align_corners", int64_t(1)}}),
+                {1, 1, 1, 3}, {2.5f, 1, 2});
+}
+
+TEST(GridSampleTest, LinearZerosPadding) {
+  // align_corners 0: (-1, -1) maps to (-0.5, -0.5): a quarter of pixel [0][0], the rest zeros.
+  expect_values(grid_sample(kX, f32({1, 1, 1, 2}, {-1, -1}), {}), {1, 1, 1, 1}, {0.25f});
+}
+
+TEST(GridSampleTest, NearestAndBorder) {
+  // nearest: -0.5 rounds (to even) to 0 -> pixel 1; x = 2 is outside -> 0 with zeros padding.
+  expect_values(
+      grid_sample(kX, f32({1, 1, 2, 2}, {-1, -1, 1.5f, 0}), {{"mode", std::string("nearest")}}),
+      {1, 1, 1, 2}, {1, 0});
+  // border: (2, 2) -> (2.5, 2.5), clamped to (1, 1) -> pixel 4.
+  expect_values(
+      grid_sample(kX, f32({1, 1, 1, 2}, {2, 2}), {{"padding_mode", std::string("border")}}),
+      {1, 1, 1, 1}, {4});
+  // reflection: (2, -1) -> x = 2.5 reflects to 0.5, y = -0.5 stays: mean of pixels 1 and 2.
+  expect_values(
+      grid_sample(kX, f32({1, 1, 1, 2}, {2, -1}), {{"padding_mode", std::string("reflection")}}),
+      {1, 1, 1, 1}, {1.5f});
+}
+
+TEST(GridSampleTest, CubicKeepsConstant) {
+  const Tensor x = f32({1, 1, 3, 3}, std::vector<float>(9, 2.0f));
+  expect_values(
+      grid_sample(x, f32({1, 1, 1, 2}, {0.3f, -0.2f}),
+                  {{"mode", std::string("cubic")}, {"padding_mode", std::string("border")}}),
+      {1, 1, 1, 1}, {2});
+}
+
+TEST(GridSampleTest, Errors) {
+  expect_error([&] { grid_sample(kX, f32({1, 2, 2}, {0, 0, 0, 0}), {}); }, "grid must have rank");
+  expect_error([&] { grid_sample(kX, f32({1, 1, 1, 3}, {0, 0, 0}), {}); }, "last dim must be 2");
+  expect_error(
+      [&] {
+        grid_sample(kX, f32({1, 1, 1, 2}, {0, 0}), {{"mode", std::string("area")}});
+      },
+      "unsupported mode");
+}
+
+TEST(AffineGridTest, Identity2D) {
+  const Tensor theta = f32({1, 2, 3}, {1, 0, 0, 0, 1, 0});
+  const Tensor size = Tensor::from_vector<int64_t>({4}, {1, 1, 2, 2});
+  expect_values(call_op("affine_grid", {theta, size}, {}, "reference").at(0), {1, 2, 2, 2},
+                {-0.5f, -0.5f, 0.5f, -0.5f, -0.5f, 0.5f, 0.5f, 0.5f});
+  // align_corners, with a translation of x by 1.
+  const Tensor shift = f32({1, 2, 3}, {1, 0, 1, 0, 1, 0});
+  expect_values(
+      call_op("affine_grid", {shift, size}, {{"align_corners", int64_t(1)}}, "reference").at(0),
+      {1, 2, 2, 2}, {0, -1, 2, -1, 0, 1, 2, 1});
+}
+
+TEST(AffineGridTest, Errors) {
+  const Tensor theta = f32({1, 2, 3}, {1, 0, 0, 0, 1, 0});
+  expect_error(
+      [&] {
+        call_op("affine_grid", {theta, Tensor::from_vector<int64_t>({3}, {1, 1, 2})}, {},
+                "reference");
+      },
+      "size must have 4 or 5 values");
+  expect_error(
+      [&] {
+        call_op("affine_grid", {theta, Tensor::from_vector<int64_t>({5}, {1, 1, 2, 2, 2})}, {},
+                "reference");
+      },
+      "does not match");
+}
+
+}  // namespace
+}  // namespace lumen
