@@ -1,0 +1,190 @@
+// Reference dft, stft, hann/hamming/blackman windows and mel_weight_matrix: direct O(n^2) DFT sums
+// and the ONNX formulas, in double. Shapes were checked by inference.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "backends/common/binary_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+using cd = std::complex<double>;
+
+std::vector<double> to_f64(const KernelContext &ctx, const Tensor &t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load<T>(p[i]));
+  });
+  if (!ok) ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
+  return out;
+}
+
+void from_f64(const KernelContext &ctx, Tensor &t, const std::vector<double> &v) {
+  const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
+                  std::is_same_v<T, BFloat16>) {
+      T *p = t.data<T>();
+      for (size_t i = 0; i < v.size(); ++i) p[i] = bin::store<T>(bin::Compute<T>(v[i]));
+    } else {
+      ctx.fail("unsupported output dtype ", dtype_name(t.dtype()));
+    }
+  });
+  if (!ok) ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
+}
+
+int64_t scalar(const KernelContext &ctx, size_t i) {
+  const std::vector<double> v = to_f64(ctx, ctx.input(i));
+  if (v.size() != 1) ctx.fail("input ", i, " must hold one value, got ", v.size());
+  return static_cast<int64_t>(v[0]);
+}
+
+// e^(sign * 2 pi i * j * k / n), with j * k reduced mod n for accuracy.
+cd twiddle(int64_t j, int64_t k, int64_t n, double sign) {
+  const int64_t r = static_cast<int64_t>((static_cast<unsigned __int128>(j) * k) % n);
+  const double a = sign * 2.0 * std::numbers::pi * double(r) / double(n);
+  return {std::cos(a), std::sin(a)};
+}
+
+void dft(KernelContext &ctx) {
+  const Tensor &tx = ctx.input(0);
+  const Shape &xs = tx.shape();
+  const size_t rank = xs.rank();
+  const bool inverse = ctx.attrs.get_int("inverse", 0) != 0;
+  const bool onesided = ctx.attrs.get_int("onesided", 0) != 0;
+  int64_t axis = ctx.has_input(2) ? scalar(ctx, 2) : ctx.attrs.get_int("axis", -2);
+  if (axis < 0) axis += static_cast<int64_t>(rank);
+  const size_t ax = static_cast<size_t>(axis);
+  const Shape &ys = ctx.output(0).shape();
+  const int64_t len = xs[ax], m = ys[ax], c = xs[rank - 1], oc = ys[rank - 1];
+  const int64_t n = ctx.has_input(1) ? scalar(ctx, 1) : (inverse && onesided ? 2 * (len - 1) : len);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < ax; ++d) outer *= xs[d];
+  for (size_t d = ax + 1; d + 1 < rank; ++d) inner *= xs[d];
+  const std::vector<double> x = to_f64(ctx, tx);
+  std::vector<double> y(static_cast<size_t>(ctx.output(0).numel()));
+  std::vector<cd> z(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      // The input sequence, truncated or zero-padded to n (to n/2+1 for irfft).
+      const int64_t used = inverse && onesided ? n / 2 + 1 : n;
+      std::fill(z.begin(), z.end(), cd{});
+      for (int64_t j = 0; j < std::min(len, used); ++j) {
+        const size_t at = static_cast<size_t>(((o * len + j) * inner + i) * c);
+        z[static_cast<size_t>(j)] = {x[at], c == 2 ? x[at + 1] : 0.0};
+      }
+      if (inverse && onesided)  // Hermitian extension of the one-sided spectrum
+        for (int64_t k = used; k < n; ++k) z[static_cast<size_t>(k)] = std::conj(z[n - k]);
+      const double sign = inverse ? 1.0 : -1.0;
+      for (int64_t k = 0; k < m; ++k) {
+        cd acc{};
+        for (int64_t j = 0; j < n; ++j) acc += z[static_cast<size_t>(j)] * twiddle(j, k, n, sign);
+        if (inverse) acc /= double(n);
+        const size_t at = static_cast<size_t>(((o * m + k) * inner + i) * oc);
+        y[at] = acc.real();
+        if (oc == 2) y[at + 1] = acc.imag();
+      }
+    }
+  from_f64(ctx, ctx.output(0), y);
+}
+
+void stft(KernelContext &ctx) {
+  const Shape &xs = ctx.input(0).shape(), &ys = ctx.output(0).shape();
+  const int64_t nb = xs[0], len = xs[1], c = xs[2], frames = ys[1], bins = ys[2];
+  const int64_t step = scalar(ctx, 1);
+  int64_t w =
+      ctx.has_input(2) ? ctx.input(2).shape()[0] : (ctx.has_input(3) ? scalar(ctx, 3) : len);
+  std::vector<double> win(static_cast<size_t>(w), 1.0);
+  if (ctx.has_input(2)) win = to_f64(ctx, ctx.input(2));
+  const std::vector<double> x = to_f64(ctx, ctx.input(0));
+  std::vector<double> y(static_cast<size_t>(ctx.output(0).numel()));
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t k = 0; k < bins; ++k) {
+        cd acc{};
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t t = f * step + j;
+          if (t >= len) break;
+          const size_t at = static_cast<size_t>((b * len + t) * c);
+          const cd v{x[at], c == 2 ? x[at + 1] : 0.0};
+          acc += v * win[static_cast<size_t>(j)] * twiddle(j, k, w, -1.0);
+        }
+        const size_t at = static_cast<size_t>(((b * frames + f) * bins + k) * 2);
+        y[at] = acc.real();
+        y[at + 1] = acc.imag();
+      }
+  from_f64(ctx, ctx.output(0), y);
+}
+
+template <int Kind>  // 0 hann, 1 hamming, 2 blackman
+void window(KernelContext &ctx) {
+  const int64_t size = ctx.output(0).shape()[0];
+  const bool periodic = ctx.attrs.get_int("periodic", 1) != 0;
+  const double n1 = double(periodic ? size : size - 1), pi = std::numbers::pi;
+  std::vector<double> y(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) {
+    const double a = 2.0 * pi * double(i) / n1;
+    if constexpr (Kind == 0) {
+      const double s = std::sin(pi * double(i) / n1);
+      y[static_cast<size_t>(i)] = s * s;
+    } else if constexpr (Kind == 1) {
+      y[static_cast<size_t>(i)] = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(a);
+    } else {
+      y[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2.0 * a);
+    }
+  }
+  from_f64(ctx, ctx.output(0), y);
+}
+
+void mel_weight_matrix(KernelContext &ctx) {
+  const int64_t bins = scalar(ctx, 0), n = scalar(ctx, 1), rate = scalar(ctx, 2);
+  const double lo = to_f64(ctx, ctx.input(3))[0], hi = to_f64(ctx, ctx.input(4))[0];
+  const int64_t spec = n / 2 + 1;
+  const double lo_mel = 2595.0 * std::log1p(lo / 700.0) / std::log(10.0);
+  const double hi_mel = 2595.0 * std::log1p(hi / 700.0) / std::log(10.0);
+  const double step = (hi_mel - lo_mel) / double(bins + 2);
+  std::vector<int64_t> f(static_cast<size_t>(bins + 2));
+  for (int64_t i = 0; i < bins + 2; ++i) {
+    const double hz = 700.0 * std::expm1((double(i) * step + lo_mel) / 2595.0 * std::log(10.0));
+    f[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(double(n + 1) * hz / double(rate)));
+  }
+  std::vector<double> y(static_cast<size_t>(spec * bins), 0.0);
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j < 0 || j >= spec)
+      ctx.fail("mel bin ", i, " reaches spectrogram bin ", j, ", outside [0, ", spec,
+               "): check the edge frequencies against sample_rate");
+    y[static_cast<size_t>(j * bins + i)] = v;
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    const int64_t left = f[i], center = f[i + 1], right = f[i + 2];
+    if (center == left)
+      set(center, i, 1.0);
+    else
+      for (int64_t j = left; j <= center; ++j) set(j, i, double(j - left) / double(center - left));
+    if (right > center)
+      for (int64_t j = center; j < right; ++j)
+        set(j, i, double(right - j) / double(right - center));
+  }
+  from_f64(ctx, ctx.output(0), y);
+}
+
+}  // namespace
+
+LUMEN_REGISTER_KERNEL("reference", "dft", dft, DType::Float32, DType::Float64, DType::Float16,
+                      DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "stft", stft, DType::Float32, DType::Float64, DType::Float16,
+                      DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "hann_window", window<0>, DType::Int32, DType::Int64);
+LUMEN_REGISTER_KERNEL("reference", "hamming_window", window<1>, DType::Int32, DType::Int64);
+LUMEN_REGISTER_KERNEL("reference", "blackman_window", window<2>, DType::Int32, DType::Int64);
+LUMEN_REGISTER_KERNEL("reference", "mel_weight_matrix", mel_weight_matrix, DType::Int32,
+                      DType::Int64);
+
+}  // namespace lumen
