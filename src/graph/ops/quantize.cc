@@ -26,6 +26,10 @@ bool is_quant_int(DType d) {
 bool is_quant_type(DType d) {
   return is_quant_int(d) || (is_narrow(d) && d != DType::Float8E8M0);
 }
+// A per-tensor parameter: a scalar or a one-element 1-D tensor (ONNX allows either).
+bool scalar_like(const Shape &s) {
+  return s.rank() == 0 || (s.rank() == 1 && s[0] == 1);
+}
 bool is_float(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
@@ -71,7 +75,7 @@ std::vector<TensorType> infer_quantize(const InferContext &ctx) {
     if (ctx.attrs.has("dtype") && z.dtype != out)
       ctx.fail("zero point dtype ", dtype_name(z.dtype), " differs from dtype ", dtype_name(out));
     out = z.dtype;
-    if (z.shape != s.shape)
+    if (z.shape != s.shape && !(scalar_like(z.shape) && scalar_like(s.shape)))
       ctx.fail("zero point shape ", z.shape.to_string(), " differs from scale shape ",
                s.shape.to_string());
   }
@@ -90,7 +94,7 @@ std::vector<TensorType> infer_dequantize(const InferContext &ctx) {
     if (z.dtype != x.dtype)
       ctx.fail("zero point dtype ", dtype_name(z.dtype), " differs from x dtype ",
                dtype_name(x.dtype));
-    if (z.shape != s.shape)
+    if (z.shape != s.shape && !(scalar_like(z.shape) && scalar_like(s.shape)))
       ctx.fail("zero point shape ", z.shape.to_string(), " differs from scale shape ",
                s.shape.to_string());
   }

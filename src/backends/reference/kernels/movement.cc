@@ -165,6 +165,8 @@ void store_as(DType dtype, double v, void *dst) {
     case DType::Bool:
       put(static_cast<bool>(v != 0));
       break;
+    default:
+      fail("a ", dtype_name(dtype), " scalar value is not supported here");
   }
 }
 
@@ -201,8 +203,9 @@ double load_as_double(const Tensor &t) {
       return static_cast<double>(get(uint64_t{}));
     case DType::Bool:
       return get(bool{});
+    default:
+      fail("a ", dtype_name(t.dtype()), " scalar value is not supported here");
   }
-  return 0;
 }
 
 // ---- Kernels ---------------------------------------------------------------------------------
