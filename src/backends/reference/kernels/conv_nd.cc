@@ -6,23 +6,14 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/f64_io.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-std::vector<double> to_f64(const KernelContext &ctx, const Tensor &t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load<T>(p[i]));
-  });
-  if (!ok) ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
-  return out;
-}
-
-void from_f64(const KernelContext &ctx, Tensor &t, const std::vector<double> &v) {
+// Like from_f64, but integer outputs (max pooling) take the value as is.
+void store_f64(const KernelContext &ctx, Tensor &t, const std::vector<double> &v) {
   const bool ok = bin::visit_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T *p = t.data<T>();
@@ -82,7 +73,7 @@ void conv_nd(KernelContext &ctx) {
   const int64_t group = ctx.attrs.get_int("group", 1), cg = c / group, mg = m / group;
   const int64_t in_size = prod(g.in), out_size = prod(g.out), k_size = prod(g.kernel);
   std::vector<double> y(static_cast<size_t>(ty.numel()), 0.0);
-  if (out_size == 0 || y.empty()) return from_f64(ctx, ty, y);
+  if (out_size == 0 || y.empty()) return store_f64(ctx, ty, y);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t oc = 0; oc < m; ++oc) {
       const int64_t grp = oc / mg;
@@ -114,7 +105,7 @@ void conv_nd(KernelContext &ctx) {
         ++oflat;
       } while (next(o, g.out));
     }
-  from_f64(ctx, ty, y);
+  store_f64(ctx, ty, y);
 }
 
 void conv_transpose(KernelContext &ctx) {
@@ -134,7 +125,7 @@ void conv_transpose(KernelContext &ctx) {
       for (int64_t oc = 0; oc < m; ++oc)
         for (int64_t i = 0; i < out_size; ++i) y[(b * m + oc) * out_size + i] = bias[oc];
   }
-  if (in_size == 0 || y.empty()) return from_f64(ctx, ty, y);
+  if (in_size == 0 || y.empty()) return store_f64(ctx, ty, y);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ic = 0; ic < c; ++ic) {
       const int64_t grp = ic / cg;
@@ -164,7 +155,7 @@ void conv_transpose(KernelContext &ctx) {
         ++iflat;
       } while (next(i, g.in));
     }
-  from_f64(ctx, ty, y);
+  store_f64(ctx, ty, y);
 }
 
 template <int kind>  // 0 max, 1 avg, 2 lp
@@ -228,7 +219,7 @@ void pool_nd(KernelContext &ctx) {
         ++oflat;
       } while (next(o, g.out));
     }
-  from_f64(ctx, ty, y);
+  store_f64(ctx, ty, y);
   if (kind == 0 && ctx.outputs.size() > 1 && ctx.outputs[1]) {
     int64_t *out = ctx.output(1).data<int64_t>();
     for (size_t i = 0; i < indices.size(); ++i) out[i] = indices[i];
@@ -273,7 +264,7 @@ void max_unpool(KernelContext &ctx) {
       if (inside) y[static_cast<size_t>(dst)] = block[static_cast<size_t>(src)];
     } while (next(idx, dims));
   }
-  from_f64(ctx, ty, y);
+  store_f64(ctx, ty, y);
 }
 
 #define LUMEN_FLOAT_KERNEL(op, fn)                                                           \
