@@ -19,6 +19,13 @@ int main() try {
   std::cout << "output shape: " << y.shape().to_string() << "\noutput values:";
   for (int64_t i = 0; i < y.numel(); ++i) std::cout << ' ' << y.data<float>()[i];
   std::cout << '\n';
+
+  // The same executable on a non-zero input: y = x @ weight.
+  for (int64_t i = 0; i < input_buf.numel(); ++i) input_buf.data<float>()[i] = float(i + 1);
+  const lumen::Tensor y2 = executable->execute({input_buf}).at(0);
+  std::cout << "output for x = [1..10]:";
+  for (int64_t i = 0; i < y2.numel(); ++i) std::cout << ' ' << y2.data<float>()[i];
+  std::cout << '\n';
   return 0;
 } catch (const lumen::Error &e) {
   std::cerr << "lumen error: " << e.what() << '\n';
