@@ -7,8 +7,7 @@ namespace {
 
 std::vector<TensorType> infer_softmax(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected a float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!is_floating(x.dtype)) ctx.fail("expected a floating-point input, got ", dtype_name(x.dtype));
   const int64_t axis = ctx.attrs.get_int("axis", -1);
   if (x.shape.rank() == 0) {
     if (axis != 0 && axis != -1) ctx.fail("axis ", axis, " is out of range for a rank-0 input");

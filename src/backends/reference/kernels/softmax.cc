@@ -3,16 +3,20 @@
 #include <cmath>
 #include <limits>
 
+#include "backends/common/binary_functors.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-template <class T, bool kLog>
+// S is the storage type; half types are computed in float and rounded once on the way out.
+template <class S, bool kLog>
 void softmax_typed(KernelContext &ctx) {
+  using T = bin::Compute<S>;
   const Tensor &xt = ctx.input(0);
-  const T *x = xt.data<T>();
-  T *y = ctx.output(0).data<T>();
+  const S *xs = xt.data<S>();
+  S *y = ctx.output(0).data<S>();
+  auto x = [&](int64_t i) { return T(bin::load<S>(xs[i])); };
   const Shape &shape = xt.shape();
   // A rank-0 input is one element along its only "axis".
   int64_t outer = 1, len = 1, inner = 1;
@@ -27,13 +31,13 @@ void softmax_typed(KernelContext &ctx) {
       const int64_t base = o * len * inner + j;
       T max = -std::numeric_limits<T>::infinity();
       for (int64_t k = 0; k < len; ++k)
-        if (x[base + k * inner] > max) max = x[base + k * inner];
+        if (x(base + k * inner) > max) max = x(base + k * inner);
       double sum = 0;
-      for (int64_t k = 0; k < len; ++k) sum += std::exp(x[base + k * inner] - max);
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(x(base + k * inner) - max);
       for (int64_t k = 0; k < len; ++k) {
-        const T shifted = x[base + k * inner] - max;
-        y[base + k * inner] =
-            kLog ? shifted - T(std::log(sum)) : T(double(std::exp(shifted)) / sum);
+        const T shifted = x(base + k * inner) - max;
+        y[base + k * inner] = bin::store<S>(
+            kLog ? shifted - T(std::log(sum)) : T(double(std::exp(shifted)) / sum));
       }
     }
   }
@@ -46,13 +50,19 @@ void softmax(KernelContext &ctx) {
       return softmax_typed<float, kLog>(ctx);
     case DType::Float64:
       return softmax_typed<double, kLog>(ctx);
+    case DType::Float16:
+      return softmax_typed<Float16, kLog>(ctx);
+    case DType::BFloat16:
+      return softmax_typed<BFloat16, kLog>(ctx);
     default:
       ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
   }
 }
 
-LUMEN_REGISTER_KERNEL("reference", "softmax", softmax<false>, DType::Float32, DType::Float64);
-LUMEN_REGISTER_KERNEL("reference", "log_softmax", softmax<true>, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "softmax", softmax<false>, DType::Float32, DType::Float64,
+                      DType::Float16, DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", softmax<true>, DType::Float32, DType::Float64,
+                      DType::Float16, DType::BFloat16);
 
 }  // namespace
 }  // namespace lumen
