@@ -31,9 +31,13 @@ class Value {
   bool is_input() const { return is_input_; }
   bool is_constant() const { return constant_.defined(); }
   const Tensor &constant() const { return constant_; }
+  // Symbolic names of dims (ONNX dim_param, e.g. "batch"), "" for unnamed ones; empty when the
+  // value has none.
+  const std::vector<std::string> &dim_names() const { return dim_names_; }
 
  private:
   friend class Graph;
+  std::vector<std::string> dim_names_;
   std::string name_;
   DType dtype_ = DType::Float32;
   Shape shape_;
@@ -89,6 +93,8 @@ class Graph {
   Node *add_node(const std::string &op, const std::vector<Value *> &inputs,
                  const Attributes &attrs = {}, const std::string &name = "");
   void mark_output(Value *value);
+  // Records symbolic dim names for a value (documentation for users; shapes stay kUnknownDim).
+  void set_dim_names(Value *value, std::vector<std::string> names);
 
   // --- Inspection -----------------------------------------------------------------------------
   const std::vector<Value *> &inputs() const { return inputs_; }

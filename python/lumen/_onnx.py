@@ -10,14 +10,19 @@ __all__ = ["load_onnx", "Model", "CompiledModel"]
 
 
 def _info(v):
-    return {"name": v.name, "dtype": v.dtype, "shape": v.shape}
+    """name, dtype and shape; a symbolic dim shows its ONNX name ("batch"), an unknown one None."""
+    shape = v.shape
+    names = v.dim_names
+    if shape is not None and len(names) == len(shape):
+        shape = tuple(d if d is not None or not n else n for d, n in zip(shape, names))
+    return {"name": v.name, "dtype": v.dtype, "shape": shape}
 
 
 class Model:
     """An imported ONNX model: its Lumen graph plus input/output descriptions.
 
-    ``inputs`` / ``outputs`` are lists of dicts with ``name``, ``dtype`` and ``shape`` (a tuple;
-    None marks a symbolic or unknown dimension)."""
+    ``inputs`` / ``outputs`` are lists of dicts with ``name``, ``dtype`` and ``shape`` (a tuple; a
+    symbolic dimension shows its name, e.g. ``("N", 3, 224, 224)``, an unknown one None)."""
 
     def __init__(self, graph):
         self.graph = graph

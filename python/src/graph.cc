@@ -88,6 +88,8 @@ Execution context: thread pool and backend choice; owns the Executables compiled
             return shape_to_tuple(v.shape());
           },
           "A tuple (None for unknown dims), or None when not inferred.")
+      .def_prop_ro("dim_names", &Value::dim_names,
+                   "Symbolic dim names (ONNX dim_param), '' for unnamed dims; [] when none.")
       .def_prop_ro("is_input", &Value::is_input)
       .def_prop_ro("is_constant", &Value::is_constant)
       .def("__repr__", [](const Value &v) {

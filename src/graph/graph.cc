@@ -142,7 +142,8 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
   } catch (const DeferredInference &deferred) {
     *deferred_dtypes = deferred.dtypes;
   } catch (const Error &) {
-    const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
+    const DType dtype =
+        ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
     deferred_dtypes->assign(num_outputs, dtype);
   }
   return std::nullopt;
@@ -170,6 +171,11 @@ void Graph::mark_output(Value *value) {
   if (!value) fail("mark_output: null value");
   if (!owns(value)) fail("mark_output: value '", value->name_, "' does not belong to this graph");
   outputs_.push_back(value);
+}
+
+void Graph::set_dim_names(Value *value, std::vector<std::string> names) {
+  if (!owns(value)) fail("set_dim_names: the value does not belong to this graph");
+  value->dim_names_ = std::move(names);
 }
 
 std::vector<Node *> Graph::nodes() const {

@@ -49,6 +49,17 @@ Attributes convert_attributes(const onnx::NodeProto &node, const fs::path &base_
   return attrs;
 }
 
+// The dim_param names of a declared type ("" for dims without one); empty when none is named.
+std::vector<std::string> dim_names_from_type(const onnx::TypeProto &type) {
+  std::vector<std::string> names;
+  bool any = false;
+  for (const auto &d : type.tensor_type().shape().dim()) {
+    names.push_back(d.has_dim_param() ? d.dim_param() : "");
+    any = any || d.has_dim_param();
+  }
+  return any ? names : std::vector<std::string>{};
+}
+
 Shape shape_from_type(const onnx::TypeProto &type, const std::string &what) {
   std::vector<int64_t> dims;
   for (const auto &d : type.tensor_type().shape().dim()) {
@@ -126,9 +137,14 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
   for (const auto &in : g.input()) {
     if (scope.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
     const std::string what = "graph input '" + in.name() + "'";
-    if (!in.type().has_tensor_type()) fail(what, ": only tensor inputs are supported (sequence, map and optional inputs are not supported)");
+    if (!in.type().has_tensor_type())
+      fail(what,
+           ": only tensor inputs are supported (sequence, map and optional inputs are not "
+           "supported)");
     const DType dtype = dtype_from_onnx(in.type().tensor_type().elem_type(), what);
-    define(in.name(), graph.add_input(in.name(), shape_from_type(in.type(), what), dtype), "input");
+    Value *v = graph.add_input(in.name(), shape_from_type(in.type(), what), dtype);
+    graph.set_dim_names(v, dim_names_from_type(in.type()));
+    define(in.name(), v, "input");
   }
 
   for (const onnx::NodeProto &node : nodes) {
@@ -168,6 +184,8 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
     auto it = scope.find(out.name());
     if (it == scope.end()) fail("ONNX graph output '", out.name(), "' is never defined");
     graph.mark_output(it->second);
+    if (!it->second->is_input() && it->second->dim_names().empty())
+      graph.set_dim_names(it->second, dim_names_from_type(out.type()));
   }
   graph.verify();
   return graph;

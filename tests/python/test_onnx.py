@@ -54,7 +54,7 @@ def test_model_api_matches_onnxruntime():
     ort = pytest.importorskip("onnxruntime")
     proto = conv_relu_model()
     model = lumen.load_onnx(proto.SerializeToString())
-    assert model.inputs == [{"name": "x", "dtype": "float32", "shape": (None, 3, 8, 8)}]
+    assert model.inputs == [{"name": "x", "dtype": "float32", "shape": ("N", 3, 8, 8)}]
     assert [o["name"] for o in model.outputs] == ["y"]
     compiled = model.compile(backend="cpu")
     x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
