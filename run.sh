@@ -68,11 +68,13 @@ build() {
 run_tests() {
   log "C++ tests"
   ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc 2>/dev/null || echo 2)"
-  log "Python tests"
-  PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
+  # Conformance counts known-unsupported tests as failed/skipped by design; what gates CI is that
+  # no test listed in tests/onnx/expected_pass.txt regresses (exit status 1 if one does).
   log "ONNX conformance (fails on a regression against tests/onnx/expected_pass.txt)"
   PYTHONPATH="$BUILD_DIR/python" "$PY" -m lumen.conformance \
     --expect "$ROOT/tests/onnx/expected_pass.txt" --json "$BUILD_DIR/conformance.json"
+  log "Python tests"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
 }
 
 run_demo() {
