@@ -96,6 +96,11 @@ std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b) {
       dims[i] = da;
     else if (da == 1)
       dims[i] = db;
+    // An unknown dim against a known n > 1 must be n (checked again at run time).
+    else if (da == kUnknownDim)
+      dims[i] = db;
+    else if (db == kUnknownDim)
+      dims[i] = da;
     else
       return std::nullopt;
   }

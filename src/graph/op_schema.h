@@ -75,7 +75,8 @@ void check_arity(const OpSchema &schema, const InferContext &ctx);
 std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx);
 
 // Shape helpers shared by inference functions.
-// NumPy broadcasting of two shapes; nullopt when incompatible.
+// NumPy broadcasting of two shapes; nullopt when incompatible. Unknown dims (kUnknownDim) stay
+// unknown against 1 or another unknown dim and take the other side's size otherwise.
 std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
 
 }  // namespace lumen

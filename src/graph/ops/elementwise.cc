@@ -1,35 +1,11 @@
 // Binary element-wise ops with NumPy broadcasting: add, sub, mul, div, pow, maximum, minimum.
 // Both inputs have the same numeric dtype (pow: the exponent may differ); the output has input 0's
 // dtype and the broadcast shape.
-#include <algorithm>
 
 #include "graph/op_schema.h"
 
 namespace lumen {
 namespace {
-
-// Broadcast that tolerates unknown dims (graph inference before shapes are bound): an unknown dim
-// against 1 or another unknown stays unknown, against a known n > 1 it must be n.
-std::optional<Shape> broadcast_dynamic(const Shape &a, const Shape &b) {
-  if (a.is_static() && b.is_static()) return broadcast_shapes(a, b);
-  const size_t rank = std::max(a.rank(), b.rank());
-  std::vector<int64_t> dims(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
-    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
-    if (da == db || db == 1)
-      dims[i] = da;
-    else if (da == 1)
-      dims[i] = db;
-    else if (da == kUnknownDim)
-      dims[i] = db;
-    else if (db == kUnknownDim)
-      dims[i] = da;
-    else
-      return std::nullopt;
-  }
-  return Shape(std::move(dims));
-}
 
 // Same dtype for both inputs, any numeric dtype. Pow (mixed = true) lets the exponent have another
 // numeric dtype: the output has the base's dtype, as in ONNX.
@@ -40,7 +16,7 @@ std::vector<TensorType> infer_binary_impl(const InferContext &ctx, bool mixed) {
   if (!mixed && a.dtype != b.dtype)
     ctx.fail("both inputs must have the same dtype, got ", dtype_name(a.dtype), " and ",
              dtype_name(b.dtype));
-  std::optional<Shape> shape = broadcast_dynamic(a.shape, b.shape);
+  std::optional<Shape> shape = broadcast_shapes(a.shape, b.shape);
   if (!shape)
     ctx.fail("shapes ", a.shape.to_string(), " and ", b.shape.to_string(),
              " cannot be broadcast together");

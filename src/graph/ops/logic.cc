@@ -4,37 +4,14 @@
 //   bitwise_and, bitwise_or, bitwise_xor, bit_shift (attr direction LEFT/RIGHT): integers
 //   bitwise_not: integers; is_nan, is_inf (detect_positive/detect_negative): float -> bool
 //   where(condition: bool, x, y): x and y of one dtype, three-way broadcast
-#include <algorithm>
 
 #include "graph/op_schema.h"
 
 namespace lumen {
 namespace {
 
-// Broadcast that tolerates unknown dims (kUnknownDim), like the arithmetic ops.
-std::optional<Shape> broadcast_dynamic(const Shape &a, const Shape &b) {
-  if (a.is_static() && b.is_static()) return broadcast_shapes(a, b);
-  const size_t rank = std::max(a.rank(), b.rank());
-  std::vector<int64_t> dims(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
-    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
-    if (da == db || db == 1)
-      dims[i] = da;
-    else if (da == 1)
-      dims[i] = db;
-    else if (da == kUnknownDim)
-      dims[i] = db;
-    else if (db == kUnknownDim)
-      dims[i] = da;
-    else
-      return std::nullopt;
-  }
-  return Shape(std::move(dims));
-}
-
 Shape broadcast_or_fail(const InferContext &ctx, const Shape &a, const Shape &b) {
-  std::optional<Shape> shape = broadcast_dynamic(a, b);
+  std::optional<Shape> shape = broadcast_shapes(a, b);
   if (!shape)
     ctx.fail("shapes ", a.to_string(), " and ", b.to_string(), " cannot be broadcast together");
   return std::move(*shape);

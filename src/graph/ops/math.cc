@@ -7,33 +7,11 @@
 //     fmod=1 (then the dividend's, like C).
 //   prelu(x, slope): slope broadcasts to x; output x's dtype and shape.
 //   mean(x...): one or more inputs of one floating dtype, broadcast together.
-#include <algorithm>
 
 #include "graph/op_schema.h"
 
 namespace lumen {
 namespace {
-
-std::optional<Shape> broadcast_dynamic(const Shape &a, const Shape &b) {
-  if (a.is_static() && b.is_static()) return broadcast_shapes(a, b);
-  const size_t rank = std::max(a.rank(), b.rank());
-  std::vector<int64_t> dims(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
-    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
-    if (da == db || db == 1)
-      dims[i] = da;
-    else if (da == 1)
-      dims[i] = db;
-    else if (da == kUnknownDim)
-      dims[i] = db;
-    else if (db == kUnknownDim)
-      dims[i] = da;
-    else
-      return std::nullopt;
-  }
-  return Shape(std::move(dims));
-}
 
 std::vector<TensorType> infer_float_unary(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
@@ -53,7 +31,7 @@ std::vector<TensorType> infer_mod(const InferContext &ctx) {
     ctx.fail("both inputs must have the same dtype, got ", dtype_name(a.dtype), " and ",
              dtype_name(b.dtype));
   if (a.dtype == DType::Bool) ctx.fail("expected numeric inputs, got bool");
-  std::optional<Shape> shape = broadcast_dynamic(a.shape, b.shape);
+  std::optional<Shape> shape = broadcast_shapes(a.shape, b.shape);
   if (!shape)
     ctx.fail("shapes ", a.shape.to_string(), " and ", b.shape.to_string(),
              " cannot be broadcast together");
@@ -66,7 +44,7 @@ std::vector<TensorType> infer_prelu(const InferContext &ctx) {
     ctx.fail("x and slope must have the same dtype, got ", dtype_name(x.dtype), " and ",
              dtype_name(slope.dtype));
   if (x.dtype == DType::Bool) ctx.fail("expected numeric inputs, got bool");
-  std::optional<Shape> shape = broadcast_dynamic(x.shape, slope.shape);
+  std::optional<Shape> shape = broadcast_shapes(x.shape, slope.shape);
   if (!shape || shape->rank() != x.shape.rank() || (x.shape.is_static() && *shape != x.shape))
     ctx.fail("slope of shape ", slope.shape.to_string(), " does not broadcast to x of shape ",
              x.shape.to_string());
@@ -83,7 +61,7 @@ std::vector<TensorType> infer_mean(const InferContext &ctx) {
     if (in.dtype != first.dtype)
       ctx.fail("all inputs must have the same dtype, got ", dtype_name(first.dtype), " and ",
                dtype_name(in.dtype), " (input ", i, ")");
-    std::optional<Shape> next = broadcast_dynamic(shape, in.shape);
+    std::optional<Shape> next = broadcast_shapes(shape, in.shape);
     if (!next)
       ctx.fail("shapes ", shape.to_string(), " and ", in.shape.to_string(), " (input ", i,
                ") cannot be broadcast together");
