@@ -32,6 +32,19 @@ struct KernelContext {
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor &input(size_t i) const { return *inputs.at(i); }
   Tensor &output(size_t i) const { return *outputs.at(i); }
+  // The values of input i (an int32 or int64 tensor: axes, shapes, k...) as int64.
+  std::vector<int64_t> input_ints(size_t i, const char *what = "input") const {
+    const Tensor &t = input(i);
+    std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+    if (t.dtype() == DType::Int64) {
+      for (size_t k = 0; k < out.size(); ++k) out[k] = t.data<int64_t>()[k];
+    } else if (t.dtype() == DType::Int32) {
+      for (size_t k = 0; k < out.size(); ++k) out[k] = t.data<int32_t>()[k];
+    } else {
+      fail(what, " (input ", i, ") must be int32 or int64, got ", dtype_name(t.dtype()));
+    }
+    return out;
+  }
   template <class... Args>
   [[noreturn]] void fail(const Args &...args) const {
     ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);

@@ -53,32 +53,18 @@ void affine_gather(ThreadPool &pool, const Tensor &x, Tensor &y, int64_t base,
   });
 }
 
-std::vector<int64_t> ints_of(const KernelContext &ctx, size_t i) {
-  const Tensor &t = ctx.input(i);
-  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
-  for (size_t k = 0; k < out.size(); ++k) {
-    if (t.dtype() == DType::Int64)
-      out[k] = t.data<int64_t>()[k];
-    else if (t.dtype() == DType::Int32)
-      out[k] = t.data<int32_t>()[k];
-    else
-      ctx.fail("input ", i, " must be int32 or int64, got ", dtype_name(t.dtype()));
-  }
-  return out;
-}
-
 void slice(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const auto starts = ints_of(ctx, 1);
+  const auto starts = ctx.input_ints(1);
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {
-    axes = ints_of(ctx, 3);
+    axes = ctx.input_ints(3);
   } else {
     for (size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<int64_t>(a));
   }
   std::vector<int64_t> steps(starts.size(), 1);
-  if (ctx.has_input(4)) steps = ints_of(ctx, 4);
+  if (ctx.has_input(4)) steps = ctx.input_ints(4);
   if (axes.size() != starts.size() || steps.size() != starts.size())
     ctx.fail("starts, axes and steps differ in length");
   const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
@@ -105,7 +91,7 @@ void split(KernelContext &ctx) {
   const int64_t dim = x.shape()[axis], index = ctx.attrs.get_int("index", 0);
   std::vector<int64_t> sizes;
   if (ctx.has_input(1)) {
-    sizes = ints_of(ctx, 1);
+    sizes = ctx.input_ints(1);
   } else if (ctx.attrs.has("split")) {
     sizes = ctx.attrs.get_ints("split", {});
   } else {

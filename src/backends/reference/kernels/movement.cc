@@ -18,25 +18,11 @@ namespace {
       DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
       DType::UInt64
 
-std::vector<int64_t> ints_of(const KernelContext &ctx, size_t i) {
-  const Tensor &t = ctx.input(i);
-  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
-  for (size_t k = 0; k < out.size(); ++k) {
-    if (t.dtype() == DType::Int64)
-      out[k] = t.data<int64_t>()[k];
-    else if (t.dtype() == DType::Int32)
-      out[k] = t.data<int32_t>()[k];
-    else
-      ctx.fail("input ", i, " must be int32 or int64, got ", dtype_name(t.dtype()));
-  }
-  return out;
-}
-
 // Axes from input i, or attribute axes, or 0..count-1; normalized.
 std::vector<int64_t> axes_of(const KernelContext &ctx, size_t i, size_t rank, size_t count) {
   std::vector<int64_t> axes;
   if (ctx.has_input(i)) {
-    axes = ints_of(ctx, i);
+    axes = ctx.input_ints(i);
   } else if (ctx.attrs.has("axes")) {
     axes = ctx.attrs.get_ints("axes", {});
   } else {
@@ -235,10 +221,10 @@ void slice(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const size_t rank = x.rank();
-  const auto starts = ints_of(ctx, 1);
+  const auto starts = ctx.input_ints(1);
   const auto axes = axes_of(ctx, 3, rank, starts.size());
   std::vector<int64_t> steps(starts.size(), 1);
-  if (ctx.has_input(4)) steps = ints_of(ctx, 4);
+  if (ctx.has_input(4)) steps = ctx.input_ints(4);
   std::vector<int64_t> first(rank, 0), step(rank, 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t dim = x.shape()[axes[i]];
@@ -263,7 +249,7 @@ void split(KernelContext &ctx) {
   const int64_t dim = x.shape()[axis], index = ctx.attrs.get_int("index", 0);
   std::vector<int64_t> sizes;
   if (ctx.has_input(1)) {
-    sizes = ints_of(ctx, 1);
+    sizes = ctx.input_ints(1);
   } else if (ctx.attrs.has("split")) {
     sizes = ctx.attrs.get_ints("split", {});
   } else {
@@ -284,7 +270,7 @@ void pad(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   const size_t rank = x.rank();
   const std::string mode = ctx.attrs.get_string("mode", "constant");
-  const auto pads = ints_of(ctx, 1);
+  const auto pads = ctx.input_ints(1);
   const auto axes = axes_of(ctx, 3, rank, rank);
   std::vector<int64_t> begin(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i) begin[axes[i]] = pads[i];
@@ -343,7 +329,7 @@ void range(KernelContext &ctx) {
 void trilu(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const int64_t k = ctx.has_input(1) ? ints_of(ctx, 1).at(0) : 0;
+  const int64_t k = ctx.has_input(1) ? ctx.input_ints(1).at(0) : 0;
   const bool upper = ctx.attrs.get_int("upper", 1) != 0;
   const std::vector<char> zero(dtype_size(x.dtype()), 0);
   const size_t r = x.rank();
@@ -406,7 +392,7 @@ void reverse_sequence(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   const auto batch = static_cast<size_t>(ctx.attrs.get_int("batch_axis", 1));
   const auto time = static_cast<size_t>(ctx.attrs.get_int("time_axis", 0));
-  const auto lens = ints_of(ctx, 1);
+  const auto lens = ctx.input_ints(1);
   for (int64_t l : lens)
     if (l < 0 || l > x.shape()[time]) ctx.fail("sequence length ", l, " is out of range");
   copy_mapped(ctx, x, y, nullptr, [&](const auto &out, auto &in) {
@@ -443,7 +429,7 @@ template <class T>
 void col2im(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const auto image = ints_of(ctx, 1), block = ints_of(ctx, 2);
+  const auto image = ctx.input_ints(1), block = ctx.input_ints(2);
   const size_t n = image.size();
   const auto strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(n, 1));
   const auto dilations = ctx.attrs.get_ints("dilations", std::vector<int64_t>(n, 1));

@@ -25,18 +25,6 @@ void parse_einsum(const std::string &equation, const std::vector<Shape> &shapes,
 
 namespace {
 
-std::vector<int64_t> int_values(const KernelContext &ctx, const Tensor &t, const char *what) {
-  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::Int64) {
-    for (size_t k = 0; k < out.size(); ++k) out[k] = t.data<int64_t>()[k];
-  } else if (t.dtype() == DType::Int32) {
-    for (size_t k = 0; k < out.size(); ++k) out[k] = t.data<int32_t>()[k];
-  } else {
-    ctx.fail(what, " must be int32 or int64, got ", dtype_name(t.dtype()));
-  }
-  return out;
-}
-
 size_t kernel_axis(const KernelContext &ctx, int64_t axis, const Shape &shape) {
   const auto r = static_cast<int64_t>(shape.rank());
   if (axis < -r || axis >= r)
@@ -74,7 +62,7 @@ void reduce_typed(KernelContext &ctx) {
   const Shape &shape = x.shape();
   const size_t rank = shape.rank();
   const std::vector<int64_t> axes =
-      ctx.has_input(1) ? int_values(ctx, ctx.input(1), "axes") : ctx.attrs.get_ints("axes", {});
+      ctx.has_input(1) ? ctx.input_ints(1, "axes") : ctx.attrs.get_ints("axes", {});
   std::vector<bool> mask;
   try {
     mask =
@@ -270,7 +258,7 @@ template <class T>
 void top_k_typed(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", -1), x.shape());
-  const std::vector<int64_t> kv = int_values(ctx, ctx.input(1), "k");
+  const std::vector<int64_t> kv = ctx.input_ints(1, "k");
   if (kv.size() != 1) ctx.fail("k must hold exactly one value, got ", kv.size());
   const AxisView v = view_around(x.shape(), axis);
   const int64_t k = kv[0];
@@ -331,7 +319,7 @@ LUMEN_REGISTER_KERNEL("reference", "top_k", top_k, LUMEN_REF_NUMERIC, DType::Int
 template <bool kProd, class T>
 void cumulative_typed(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
-  const std::vector<int64_t> axis_v = int_values(ctx, ctx.input(1), "axis");
+  const std::vector<int64_t> axis_v = ctx.input_ints(1, "axis");
   if (axis_v.size() != 1) ctx.fail("axis must hold exactly one value, got ", axis_v.size());
   const AxisView v = view_around(x.shape(), kernel_axis(ctx, axis_v[0], x.shape()));
   const bool exclusive = ctx.attrs.get_int("exclusive", 0) != 0;
