@@ -3,6 +3,7 @@
 // hands out stay valid until the node/value is removed or the Graph is destroyed.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -17,6 +18,31 @@ class Graph;
 class Node;
 class Runtime;
 class Executable;
+
+// What one optimization pass did.
+struct PassRecord {
+  std::string pass;
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  std::vector<std::string> changes;  // one line per rewrite, naming the nodes involved
+  double milliseconds = 0;
+};
+
+// What Graph::optimize did: node counts per op before and after, and every pass that ran.
+struct OptimizeReport {
+  int opt_level = 0;
+  std::map<std::string, int> ops_before;
+  std::map<std::string, int> ops_after;
+  std::vector<PassRecord> passes;
+  std::string to_string() const;
+};
+
+struct OptimizeOptions {
+  // Print the graph after every pass that changed it: "-" for stderr, a folder for one file per
+  // pass ("03_constant_folding.txt"), empty for none. Defaults to $LUMEN_DUMP_GRAPH.
+  std::string dump;
+  bool dump_from_env = true;
+};
 
 class Value {
  public:
@@ -112,7 +138,16 @@ class Graph {
 
   // --- Rewriting (used by passes) -------------------------------------------------------------
   void set_input(Node *node, size_t index, Value *value);
-  void replace_all_uses(Value *from, Value *to);  // graph outputs included
+  // Graph outputs included. When `from` is a graph output and `to` is a node's output that is not
+  // one, the two swap names, so the graph's outputs keep their names across rewrites.
+  void replace_all_uses(Value *from, Value *to);
+  // Whether replace_all_uses(from, to) keeps every graph output's name: false when `from` is a
+  // graph output and `to` is a graph input, a constant or another graph output.
+  bool can_replace(const Value *from, const Value *to) const;
+  // Removes constants without users (they are not nodes, so node removal leaves them behind).
+  size_t remove_unused_constants();
+  // A name not used by any value yet, built from `base`.
+  std::string fresh_name(const std::string &base) { return unique_name(base); }
   // Removes a node whose outputs have no users and are not graph outputs.
   void remove_node(Node *node);
   // Re-runs type inference over the whole graph (after rewrites).
@@ -120,7 +155,7 @@ class Graph {
 
   // --- Compilation ------------------------------------------------------------------------------
   // Runs the optimization pipeline for `opt_level` (0: none, 1: basic, 2: all), then verifies.
-  void optimize(int opt_level = 2);
+  OptimizeReport optimize(int opt_level = 2, const OptimizeOptions &options = {});
   // Compiles a snapshot of this graph for `runtime`. The returned Executable is owned by the
   // runtime and stays valid until runtime->release(it) or the Runtime is destroyed; later changes
   // to this Graph do not affect it.

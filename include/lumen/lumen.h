@@ -68,10 +68,33 @@ struct StepInfo {
   std::string node;
   std::string op;
   std::string backend;
+  std::string dtype;       // the dtype that keyed the kernel choice
+  std::string attributes;  // the node's attributes, "{activation=relu, group=1}"
+};
+
+// The memory plan of one memory space ("host", "cuda:0"...). Bytes of intermediate values only:
+// graph inputs, outputs and constants are not in the arena.
+struct MemorySpaceReport {
+  std::string space;
+  size_t naive_bytes = 0;        // every intermediate in its own buffer
+  size_t planned_bytes = 0;      // the arena
+  size_t lower_bound_bytes = 0;  // the most bytes live at any one step
+  size_t num_values = 0;
+  size_t in_place = 0;  // element-wise steps writing over their dying input
+};
+
+struct MemoryReport {
+  // False when some shapes are known only at run time: intermediates then come from the caching
+  // allocator and are freed after their last use.
+  bool planned = false;
+  std::vector<MemorySpaceReport> spaces;
+  std::string to_string() const;
 };
 
 // A compiled graph. Immutable after compilation, so execute() may be called from several threads
-// at once; each call uses its own intermediate buffers.
+// at once. With static shapes, intermediates live at planned offsets in an arena; each concurrent
+// execute() takes its own arena from a pool the Executable keeps, so a steady-state run allocates
+// only the output tensors it returns.
 class Executable {
  public:
   struct Impl;
@@ -87,6 +110,7 @@ class Executable {
   const std::vector<ValueInfo> &inputs() const;
   const std::vector<ValueInfo> &outputs() const;
   const std::vector<StepInfo> &steps() const;
+  const MemoryReport &memory() const;
   std::string summary() const;
 
  private:

@@ -111,6 +111,20 @@ Execution context: thread pool and backend choice; owns the Executables compiled
         return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend, "')");
       });
 
+  nb::class_<PassRecord>(m, "PassRecord", "What one optimization pass did.")
+      .def_ro("name", &PassRecord::pass)
+      .def_ro("nodes_before", &PassRecord::nodes_before)
+      .def_ro("nodes_after", &PassRecord::nodes_after)
+      .def_ro("changes", &PassRecord::changes)
+      .def_ro("milliseconds", &PassRecord::milliseconds);
+
+  nb::class_<OptimizeReport>(m, "OptimizeReport", "What Graph.optimize did.")
+      .def_ro("opt_level", &OptimizeReport::opt_level)
+      .def_ro("ops_before", &OptimizeReport::ops_before)
+      .def_ro("ops_after", &OptimizeReport::ops_after)
+      .def_ro("passes", &OptimizeReport::passes)
+      .def("__str__", &OptimizeReport::to_string);
+
   nb::class_<Graph>(m, "Graph", R"doc(
 A graph under construction. Values returned by the builder methods keep the graph alive; a Value
 removed by optimize() must not be used afterwards.)doc")
@@ -160,8 +174,16 @@ removed by optimize() must not be used afterwards.)doc")
           },
           "Number of nodes per op type.")
       .def("verify", &Graph::verify)
-      .def("optimize", &Graph::optimize, nb::arg("opt_level") = 2,
-           nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "optimize",
+          [](Graph &g, int opt_level, const std::string &dump) {
+            nb::gil_scoped_release release;
+            return g.optimize(opt_level, OptimizeOptions{.dump = dump});
+          },
+          nb::arg("opt_level") = 2, nb::arg("dump") = "",
+          "Runs the optimization pipeline in place and returns an OptimizeReport. `dump`: '-' "
+          "prints the graph after each pass that changed it, a folder gets one file per pass "
+          "(default: $LUMEN_DUMP_GRAPH).")
       .def(
           "compile",
           [](const Graph &g, nb::handle runtime) {

@@ -49,7 +49,8 @@ Executable *Graph::compile(Runtime *runtime) const {
     const DType dtype = kernel_dtype(types);
     step.backend = &select_backend(n->op(), dtype, runtime->options().backend, n->name());
     step.kernel = step.backend->find_kernel(n->op(), dtype);
-    impl->step_info.push_back({n->name(), n->op(), std::string(step.backend->name())});
+    impl->step_info.push_back({n->name(), n->op(), std::string(step.backend->name()),
+                               std::string(dtype_name(dtype)), n->attrs().to_string()});
     last_use.resize(impl->slot_info.size(), -1);
     for (int in : step.inputs)
       if (in >= 0) last_use[in] = static_cast<int>(s);

@@ -314,12 +314,45 @@ void Graph::set_input(Node *node, size_t index, Value *value) {
   if (value) value->users_.push_back(node);
 }
 
+bool Graph::can_replace(const Value *from, const Value *to) const {
+  const bool from_is_output = std::count(outputs_.begin(), outputs_.end(), from) != 0;
+  if (!from_is_output) return true;
+  return to->producer_ && std::count(outputs_.begin(), outputs_.end(), to) == 0;
+}
+
 void Graph::replace_all_uses(Value *from, Value *to) {
+  if (from == to) return;
   const std::vector<Node *> users = from->users_;
   for (Node *user : users)
     for (size_t i = 0; i < user->inputs_.size(); ++i)
       if (user->inputs_[i] == from) set_input(user, i, to);
+  const bool from_is_output = std::count(outputs_.begin(), outputs_.end(), from) != 0;
+  if (from_is_output && can_replace(from, to)) {
+    // The output keeps its name: the two values swap names.
+    values_by_name_.erase(from->name_);
+    values_by_name_.erase(to->name_);
+    std::swap(from->name_, to->name_);
+    values_by_name_[from->name_] = from;
+    values_by_name_[to->name_] = to;
+    to->dim_names_ = from->dim_names_;
+  }
   std::replace(outputs_.begin(), outputs_.end(), from, to);
+}
+
+size_t Graph::remove_unused_constants() {
+  size_t removed = 0;
+  for (auto it = values_.begin(); it != values_.end();) {
+    Value *v = it->get();
+    if (v->is_constant() && v->users_.empty() &&
+        std::count(outputs_.begin(), outputs_.end(), v) == 0) {
+      values_by_name_.erase(v->name_);
+      it = values_.erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  return removed;
 }
 
 void Graph::remove_node(Node *node) {

@@ -18,6 +18,9 @@ const std::vector<ValueInfo> &Executable::outputs() const {
 const std::vector<StepInfo> &Executable::steps() const {
   return impl_->step_info;
 }
+const MemoryReport &Executable::memory() const {
+  return impl_->memory;
+}
 
 namespace {
 
@@ -98,6 +101,24 @@ std::string Executable::summary() const {
       << " outputs, " << impl_->steps.size() << " steps\n";
   for (const StepInfo &s : impl_->step_info)
     out << "  " << s.node << " (" << s.op << ") on " << s.backend << "\n";
+  return out.str();
+}
+
+}  // namespace lumen
+
+namespace lumen {
+
+std::string MemoryReport::to_string() const {
+  if (!planned) return "memory: not planned (shapes known only at run time)\n";
+  std::ostringstream out;
+  auto mib = [](size_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  out.setf(std::ios::fixed);
+  out.precision(2);
+  for (const MemorySpaceReport &s : spaces) {
+    out << "memory " << s.space << ": naive " << mib(s.naive_bytes) << " MiB, planned "
+        << mib(s.planned_bytes) << " MiB, lower bound " << mib(s.lower_bound_bytes) << " MiB ("
+        << s.num_values << " values, " << s.in_place << " in place)\n";
+  }
   return out.str();
 }
 

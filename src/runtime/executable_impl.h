@@ -32,6 +32,7 @@ struct Executable::Impl {
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
   std::vector<StepInfo> step_info;
+  MemoryReport memory;
 };
 
 }  // namespace lumen

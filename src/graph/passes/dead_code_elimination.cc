@@ -10,7 +10,7 @@ class DeadCodeElimination final : public Pass {
  public:
   std::string_view name() const override { return "dead_code_elimination"; }
 
-  bool run(Graph &graph) override {
+  bool run(Graph &graph, PassContext &ctx) override {
     std::unordered_set<const Node *> live;
     std::vector<const Value *> work(graph.outputs().begin(), graph.outputs().end());
     while (!work.empty()) {
@@ -24,6 +24,7 @@ class DeadCodeElimination final : public Pass {
     auto order = graph.topological_order();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       if (live.count(*it)) continue;
+      ctx.note("removed ", (*it)->op(), " '", (*it)->name(), "'");
       graph.remove_node(*it);
       changed = true;
     }

@@ -1,0 +1,35 @@
+#include "graph/passes/pattern.h"
+
+#include "backends/common/binary_functors.h"
+
+namespace lumen {
+namespace {
+
+// Element i of a numeric tensor as double; nullopt for other dtypes (bool, strings, narrow).
+std::optional<double> element(const Tensor &t, int64_t i) {
+  std::optional<double> out;
+  bin::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) out = double(bin::load<T>(t.data<T>()[i]));
+  });
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> scalar_constant(const Value *v) {
+  if (!v || !v->is_constant() || v->constant().numel() != 1) return std::nullopt;
+  return element(v->constant(), 0);
+}
+
+bool constant_all_equal(const Value *v, double expected) {
+  if (!v || !v->is_constant()) return false;
+  const Tensor &t = v->constant();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const auto e = element(t, i);
+    if (!e || *e != expected) return false;
+  }
+  return true;
+}
+
+}  // namespace lumen
