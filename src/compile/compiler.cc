@@ -1,13 +1,89 @@
 // Graph -> Executable: assigns every value a slot, places every node on a backend (the runtime's
-// forced backend, or the preferred one with a kernel for its dtype), and computes when each slot
-// dies so executions free intermediates as early as possible.
+// forced backend, or the preferred one with a kernel for its dtype), and lays out memory: with
+// static shapes, intermediates get arena offsets from the memory planner; otherwise executions
+// free each intermediate after its last use.
 #include <unordered_map>
+
+#include "compile/memory_planner.h"
 
 #include "core/thread_pool.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 
 namespace lumen {
+
+namespace {
+
+// Intermediates are the slots produced by a step that are not graph outputs.
+// `slot_static`: the slot's shape is known at compile time.
+void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
+                 const std::vector<bool> &slot_static) {
+  const size_t num_slots = impl.slot_info.size();
+  std::vector<int> producer(num_slots, -1);
+  for (size_t s = 0; s < impl.steps.size(); ++s)
+    for (int out : impl.steps[s].outputs) producer[out] = static_cast<int>(s);
+  std::vector<bool> is_output(num_slots, false);
+  for (int s : impl.output_slots) is_output[s] = true;
+
+  for (const ExecutionStep &step : impl.steps)
+    for (int out : step.outputs)
+      if (!slot_static[out]) return;  // shapes known only at run time: no plan
+  std::vector<int> buffer_of(num_slots, -1);
+  std::vector<int> slot_of_buffer;
+  std::vector<BufferLifetime> lifetimes;
+  std::vector<std::string> spaces;
+  for (size_t s = 0; s < impl.steps.size(); ++s) {
+    const ExecutionStep &step = impl.steps[s];
+    for (int out : step.outputs) {
+      const ValueInfo &info = impl.slot_info[out];
+      if (is_output[out] || impl.initial_slots[out].defined()) continue;
+      const std::string space = step.backend->allocator().device().to_string();
+      auto it = std::find(spaces.begin(), spaces.end(), space);
+      if (it == spaces.end()) it = spaces.insert(spaces.end(), space);
+      BufferLifetime life{.first_step = static_cast<int64_t>(s),
+                          .last_step = std::max<int64_t>(static_cast<int64_t>(s), last_use[out]),
+                          .bytes = static_cast<size_t>(checked_mul(
+                              info.shape.numel(), static_cast<int64_t>(dtype_size(info.dtype)),
+                              "intermediate size")),
+                          .memory_space = static_cast<int>(it - spaces.begin())};
+      // An element-wise step may write over its input 0 when this is that input's last use.
+      const int in = step.inputs.empty() ? -1 : step.inputs[0];
+      if (step.schema->elementwise && out == step.outputs[0] && in >= 0 && buffer_of[in] >= 0 &&
+          last_use[in] == static_cast<int>(s) && impl.slot_info[in].dtype == info.dtype &&
+          impl.slot_info[in].shape == info.shape)
+        life.in_place_of = buffer_of[in];
+      buffer_of[out] = static_cast<int>(lifetimes.size());
+      slot_of_buffer.push_back(out);
+      lifetimes.push_back(life);
+    }
+  }
+  // One arena per run for now: every backend allocates host memory.
+  if (spaces.size() > 1) return;
+  for (ExecutionStep &step : impl.steps)
+    for (int out : step.outputs)
+      step.output_types.push_back({impl.slot_info[out].dtype, impl.slot_info[out].shape});
+  const MemoryPlan plan = ::lumen::plan_memory(lifetimes);
+  impl.planned = true;
+  impl.arena_allocator =
+      impl.steps.empty() ? &host_allocator() : &impl.steps.front().backend->allocator();
+  impl.slot_offset.assign(num_slots, -1);
+  for (size_t b = 0; b < lifetimes.size(); ++b)
+    impl.slot_offset[slot_of_buffer[b]] = static_cast<int64_t>(plan.offsets[b]);
+  impl.arena_bytes = plan.spaces.empty() ? 0 : plan.spaces[0].planned_bytes;
+  impl.memory.planned = true;
+  for (size_t sp = 0; sp < plan.spaces.size(); ++sp) {
+    MemorySpaceReport report{.space = spaces[sp],
+                             .naive_bytes = plan.spaces[sp].naive_bytes,
+                             .planned_bytes = plan.spaces[sp].planned_bytes,
+                             .lower_bound_bytes = plan.spaces[sp].lower_bound_bytes};
+    for (const BufferLifetime &life : lifetimes)
+      if (life.memory_space == static_cast<int>(sp)) ++report.num_values;
+    report.in_place = plan.in_place;
+    impl.memory.spaces.push_back(report);
+  }
+}
+
+}  // namespace
 
 Executable *Graph::compile(Runtime *runtime) const {
   if (!runtime) fail("compile: runtime is null");
@@ -16,9 +92,11 @@ Executable *Graph::compile(Runtime *runtime) const {
   impl->pool = &runtime->thread_pool();
 
   std::unordered_map<const Value *, int> slot_of;
+  std::vector<bool> slot_static;
   auto slot = [&](const Value *v) {
     auto [it, inserted] = slot_of.emplace(v, static_cast<int>(impl->slot_info.size()));
     if (inserted) {
+      slot_static.push_back(v->has_shape() && v->shape().is_static());
       impl->slot_info.push_back({v->name(), v->dtype(), v->has_shape() ? v->shape() : Shape{}});
       impl->initial_slots.push_back(v->is_constant() ? v->constant() : Tensor());
     }
@@ -70,6 +148,7 @@ Executable *Graph::compile(Runtime *runtime) const {
   for (size_t s = 0; s < last_use.size(); ++s)
     if (last_use[s] >= 0) impl->steps[last_use[s]].release.push_back(static_cast<int>(s));
 
+  plan_memory(*impl, last_use, slot_static);
   return runtime->adopt(std::make_unique<Executable>(std::move(impl)));
 }
 

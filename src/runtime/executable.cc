@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <sstream>
 
 #include "core/thread_pool.h"
@@ -43,14 +44,94 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const
   const Impl &p = *impl_;
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
-  std::vector<Tensor> slots = p.initial_slots;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_input(p.inputs[i], inputs[i]);
-    slots[p.input_slots[i]] = inputs[i];
+  for (size_t i = 0; i < inputs.size(); ++i) check_input(p.inputs[i], inputs[i]);
+  return p.planned ? p.run_planned(inputs) : p.run_dynamic(inputs);
+}
+
+std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
+  {
+    std::lock_guard<std::mutex> lock(states_mutex);
+    if (!free_states.empty()) {
+      auto state = std::move(free_states.back());
+      free_states.pop_back();
+      return state;
+    }
   }
+  // First run on this thread's behalf: one arena and the tensors viewing it, reused afterwards.
+  auto state = std::make_unique<RunState>();
+  state->arena = arena_allocator->allocate(std::max<size_t>(arena_bytes, 1));
+  state->slots = initial_slots;
+  std::byte *base = static_cast<std::byte *>(state->arena->data());
+  for (size_t s = 0; s < slot_info.size(); ++s) {
+    if (slot_offset[s] < 0) continue;
+    std::shared_ptr<Buffer> arena = state->arena;
+    state->slots[s] = Tensor::wrap(
+        base + slot_offset[s], slot_info[s].dtype, slot_info[s].shape, {}, [arena] {},
+        arena->device());
+  }
+  return state;
+}
+
+void Executable::Impl::release_state(std::unique_ptr<RunState> state) const {
+  // Drop the caller's tensors so the pool does not keep them alive.
+  for (int s : input_slots) state->slots[s] = initial_slots[s];
+  for (int s : output_slots)
+    if (slot_offset[s] < 0) state->slots[s] = initial_slots[s];
+  state->contiguous_inputs.clear();
+  std::lock_guard<std::mutex> lock(states_mutex);
+  free_states.push_back(std::move(state));
+}
+
+std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inputs) const {
+  std::unique_ptr<RunState> state = acquire_state();
+  struct Release {  // returns the state to the pool on every exit, errors included
+    const Impl &impl;
+    std::unique_ptr<RunState> &state;
+    ~Release() { impl.release_state(std::move(state)); }
+  } release{*this, state};
+  std::vector<Tensor> &slots = state->slots;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &in = inputs[i];
+    if (in.is_contiguous()) {
+      slots[input_slots[i]] = in;
+    } else {
+      state->contiguous_inputs.push_back(in.contiguous());
+      slots[input_slots[i]] = state->contiguous_inputs.back();
+    }
+  }
+  for (const ExecutionStep &step : steps) {
+    state->kernel_inputs.clear();
+    state->kernel_outputs.clear();
+    for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const int s = step.outputs[o];
+      if (slot_offset[s] < 0)  // a graph output: the caller keeps it, so it gets its own memory
+        slots[s] = Tensor::empty(step.output_types[o].shape, step.output_types[o].dtype,
+                                 &step.backend->allocator());
+      state->kernel_outputs.push_back(&slots[s]);
+    }
+    KernelContext ctx{.inputs = std::move(state->kernel_inputs),
+                      .outputs = std::move(state->kernel_outputs),
+                      .attrs = step.attrs,
+                      .pool = *pool,
+                      .op = step.schema->name,
+                      .node = step.node};
+    step.kernel(ctx);
+    state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
+    state->kernel_outputs = std::move(ctx.outputs);
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_slots.size());
+  for (int s : output_slots) outputs.push_back(slots[s]);
+  return outputs;
+}
+
+std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inputs) const {
+  std::vector<Tensor> slots = initial_slots;
+  for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots[i]] = inputs[i];
   std::vector<TensorType> types;
   std::vector<Tensor> step_inputs;
-  for (const ExecutionStep &step : p.steps) {
+  for (const ExecutionStep &step : steps) {
     // Types are re-inferred from the real shapes: graphs may have dims known only at run time.
     types.assign(step.inputs.size(), TensorType{});
     step_inputs.assign(step.inputs.size(), Tensor());
@@ -68,13 +149,13 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const
     }
     const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
     std::vector<Tensor> outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types,
-                                          step.attrs, *p.pool, step.schema->name, step.node);
+                                          step.attrs, *pool, step.schema->name, step.node);
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();
   }
   std::vector<Tensor> outputs;
-  outputs.reserve(p.output_slots.size());
-  for (int s : p.output_slots) outputs.push_back(slots[s]);
+  outputs.reserve(output_slots.size());
+  for (int s : output_slots) outputs.push_back(slots[s]);
   return outputs;
 }
 
@@ -101,6 +182,7 @@ std::string Executable::summary() const {
       << " outputs, " << impl_->steps.size() << " steps\n";
   for (const StepInfo &s : impl_->step_info)
     out << "  " << s.node << " (" << s.op << ") on " << s.backend << "\n";
+  out << impl_->memory.to_string();
   return out.str();
 }
 

@@ -2,6 +2,8 @@
 // compiler, read-only afterwards, so executions can share it across threads.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,18 @@ struct ExecutionStep {
   KernelFn kernel;
   std::vector<int> inputs;   // slot per input, -1 for an omitted optional input
   std::vector<int> outputs;  // slot per output
-  std::vector<int> release;  // slots whose last use is this step (freed right after it)
+  std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
+  std::vector<TensorType> output_types;  // compile-time types (planned executables only)
+};
+
+// The mutable state of one run of a planned Executable: the arena and the tensors viewing it.
+// Kept in a pool and reused, so a steady-state run allocates only the outputs it returns.
+struct RunState {
+  std::shared_ptr<Buffer> arena;
+  std::vector<Tensor> slots;  // constants and arena views filled in; inputs/outputs per run
+  std::vector<const Tensor *> kernel_inputs;
+  std::vector<Tensor *> kernel_outputs;
+  std::vector<Tensor> contiguous_inputs;  // copies of non-contiguous caller inputs
 };
 
 struct Executable::Impl {
@@ -33,6 +46,22 @@ struct Executable::Impl {
   std::vector<ValueInfo> outputs;
   std::vector<StepInfo> step_info;
   MemoryReport memory;
+
+  // Planned executables (every shape static): arena offset per slot, -1 for slots outside it
+  // (inputs, constants, graph outputs, which are allocated per run because callers keep them).
+  bool planned = false;
+  std::vector<int64_t> slot_offset;
+  size_t arena_bytes = 0;
+  Allocator *arena_allocator = nullptr;
+
+  std::unique_ptr<RunState> acquire_state() const;
+  void release_state(std::unique_ptr<RunState> state) const;
+  std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs) const;
+  std::vector<Tensor> run_dynamic(const std::vector<Tensor> &inputs) const;
+
+ private:
+  mutable std::mutex states_mutex;
+  mutable std::vector<std::unique_ptr<RunState>> free_states;
 };
 
 }  // namespace lumen

@@ -1,0 +1,149 @@
+#include "compile/memory_planner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+
+#include "lumen/error.h"
+
+namespace lumen {
+namespace {
+
+size_t add_bytes(size_t a, size_t b, const char *what) {
+  if (a > SIZE_MAX - b) fail("memory plan: ", what, " overflows");
+  return a + b;
+}
+
+size_t align_up(size_t bytes) {
+  const size_t a = MemoryPlan::kAlignment;
+  return add_bytes(bytes, a - 1, "buffer size") / a * a;
+}
+
+// A block in the arena: one buffer, or a chain of buffers written in place over each other.
+struct Block {
+  int64_t first = 0, last = 0;
+  size_t bytes = 0;
+  int space = 0;
+};
+
+bool overlap(const Block &a, const Block &b) {
+  return a.first <= b.last && b.first <= a.last;
+}
+
+// Places blocks in `order`; returns their offsets and the arena size of each space.
+std::vector<size_t> place(const std::vector<Block> &blocks, const std::vector<size_t> &order,
+                          std::vector<size_t> &arena) {
+  std::vector<size_t> offset(blocks.size(), 0);
+  std::vector<size_t> placed;
+  std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of overlapping placed blocks
+  for (size_t b : order) {
+    const Block &block = blocks[b];
+    busy.clear();
+    for (size_t p : placed)
+      if (blocks[p].space == block.space && overlap(blocks[p], block))
+        busy.emplace_back(offset[p], offset[p] + blocks[p].bytes);
+    std::sort(busy.begin(), busy.end());
+    // Best fit: the smallest gap that holds the block; else after the last busy range.
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
+    for (const auto &[begin, end] : busy) {
+      if (begin >= cursor && begin - cursor >= block.bytes && begin - cursor < best_gap) {
+        best = cursor;
+        best_gap = begin - cursor;
+      }
+      cursor = std::max(cursor, end);
+    }
+    offset[b] = best != SIZE_MAX ? best : cursor;
+    arena[block.space] =
+        std::max(arena[block.space], add_bytes(offset[b], block.bytes, "arena size"));
+    placed.push_back(b);
+  }
+  return offset;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
+  const size_t n = buffers.size();
+  int num_spaces = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const BufferLifetime &b = buffers[i];
+    if (b.first_step < 0 || b.last_step < b.first_step || b.memory_space < 0)
+      fail("memory plan: buffer ", i, " has an invalid lifetime [", b.first_step, ", ", b.last_step,
+           "] in space ", b.memory_space);
+    if (b.in_place_of >= static_cast<int>(n))
+      fail("memory plan: buffer ", i, " names buffer ", b.in_place_of, " of ", n);
+    num_spaces = std::max(num_spaces, b.memory_space + 1);
+  }
+  MemoryPlan plan;
+  plan.spaces.resize(static_cast<size_t>(num_spaces));
+
+  // In-place chains: a buffer joins the block of the buffer it overwrites.
+  std::vector<int> block_of(n, -1);
+  std::vector<bool> taken_over(n, false);
+  std::vector<Block> blocks;
+  std::vector<size_t> index(n);
+  std::iota(index.begin(), index.end(), 0);
+  // Writers come before their in-place successors when sorted by first step.
+  std::stable_sort(index.begin(), index.end(), [&](size_t a, size_t b) {
+    return buffers[a].first_step < buffers[b].first_step;
+  });
+  for (size_t i : index) {
+    const BufferLifetime &b = buffers[i];
+    const size_t bytes = align_up(b.bytes);
+    plan.spaces[b.memory_space].naive_bytes =
+        add_bytes(plan.spaces[b.memory_space].naive_bytes, bytes, "naive bytes");
+    const int src = b.in_place_of;
+    if (src >= 0 && !taken_over[src] && block_of[src] >= 0 &&
+        buffers[src].last_step == b.first_step && buffers[src].memory_space == b.memory_space &&
+        align_up(buffers[src].bytes) >= bytes && blocks[block_of[src]].last == b.first_step) {
+      taken_over[src] = true;
+      block_of[i] = block_of[src];
+      blocks[block_of[i]].last = b.last_step;
+      ++plan.in_place;
+      continue;
+    }
+    block_of[i] = static_cast<int>(blocks.size());
+    blocks.push_back({b.first_step, b.last_step, bytes, b.memory_space});
+  }
+
+  // Lower bound: the most bytes alive at any step, per space.
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, +bytes at first / -bytes after last)
+  for (int s = 0; s < num_spaces; ++s) {
+    events.clear();
+    for (const Block &b : blocks)
+      if (b.space == s) {
+        events.emplace_back(b.first, static_cast<int64_t>(b.bytes));
+        events.emplace_back(b.last + 1, -static_cast<int64_t>(b.bytes));
+      }
+    std::sort(events.begin(), events.end());  // frees (negative) before allocations at a step
+    int64_t live = 0, peak = 0;
+    for (const auto &[step, delta] : events) peak = std::max(peak, live += delta);
+    plan.spaces[s].lower_bound_bytes = static_cast<size_t>(peak);
+  }
+
+  std::vector<size_t> by_size(blocks.size()), by_start(blocks.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
+    return blocks[a].first < blocks[b].first;
+  });
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](size_t a, size_t b) { return blocks[a].first < blocks[b].first; });
+  std::vector<size_t> arena_size(num_spaces, 0), arena_start(num_spaces, 0);
+  std::vector<size_t> off_size = place(blocks, by_size, arena_size);
+  std::vector<size_t> off_start = place(blocks, by_start, arena_start);
+  // Per space, keep the smaller arena.
+  std::vector<size_t> block_offset(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int s = blocks[b].space;
+    block_offset[b] = arena_size[s] <= arena_start[s] ? off_size[b] : off_start[b];
+  }
+  for (int s = 0; s < num_spaces; ++s)
+    plan.spaces[s].planned_bytes = std::min(arena_size[s], arena_start[s]);
+  plan.offsets.resize(n);
+  for (size_t i = 0; i < n; ++i) plan.offsets[i] = block_offset[block_of[i]];
+  return plan;
+}
+
+}  // namespace lumen

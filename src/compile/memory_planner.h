@@ -1,0 +1,41 @@
+// The memory planner: places buffers with known lifetimes at offsets in one arena per memory
+// space so that buffers alive at the same step never overlap. It knows nothing of graphs (the
+// compiler turns values into lifetimes), so it is tested alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lumen {
+
+struct BufferLifetime {
+  int64_t first_step = 0;  // the step that writes the buffer
+  int64_t last_step = 0;   // the last step that reads it (>= first_step)
+  size_t bytes = 0;
+  int memory_space = 0;  // arenas are planned per space: 0, 1, ...
+  // Index of a buffer this one may overwrite in place (an element-wise step writing over its
+  // input): honoured when that buffer's last reader is this buffer's writer, it is at least as
+  // large, in the same space, and no other buffer took it over already.
+  int in_place_of = -1;
+};
+
+struct MemorySpacePlan {
+  size_t naive_bytes = 0;        // every buffer in its own block
+  size_t planned_bytes = 0;      // the arena size
+  size_t lower_bound_bytes = 0;  // most bytes alive at one step (after in-place sharing)
+};
+
+struct MemoryPlan {
+  static constexpr size_t kAlignment = 64;  // every offset; sizes are rounded up to it
+  std::vector<size_t> offsets;              // per buffer, within its space's arena
+  std::vector<MemorySpacePlan> spaces;      // indexed by memory_space
+  size_t in_place = 0;                      // buffers sharing their input's block
+};
+
+// Greedy placement: buffers sorted by size (largest first) and, separately, by first use; each
+// goes to the best-fitting gap among the placed buffers that overlap it in time. The smaller of
+// the two arenas wins. Throws lumen::Error on invalid lifetimes.
+MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers);
+
+}  // namespace lumen
