@@ -155,6 +155,9 @@ def main(argv=None):
     p.add_argument("--expect", help="file listing tests that must pass (one name per line)")
     p.add_argument("--backend", default="", help="force one backend (cpu, reference)")
     p.add_argument("--opt-level", type=int, default=2)
+    p.add_argument("--also-opt-level", type=int, default=None,
+                   help="run every case at this level too; fail when the two levels disagree "
+                        "on any test's status (the passes must not change what passes)")
     p.add_argument("--no-light", action="store_true", help="skip the light models")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = p.parse_args(argv)
@@ -166,6 +169,7 @@ def main(argv=None):
         rx = re.compile(args.filter)
         cases = [c for c in cases if rx.search(c.name)]
     results = []
+    mismatches = []
     by_category = collections.defaultdict(collections.Counter)
     start = time.perf_counter()
     for case in cases:
@@ -175,6 +179,12 @@ def main(argv=None):
                         "status": status, "message": message,
                         "seconds": round(time.perf_counter() - t0, 4)})
         by_category[case.category][status] += 1
+        if args.also_opt_level is not None:
+            other, other_message = run_case(case, args.backend, args.also_opt_level)
+            if other != status:
+                mismatches.append(f"OPT-LEVEL MISMATCH {case.name}: {status} at opt_level "
+                                  f"{args.opt_level}, {other} at opt_level {args.also_opt_level}: "
+                                  f"{(message or other_message)[:300]}")
         if args.verbose and status == "failed":
             print(f"FAIL {case.name}: {message[:300]}")
 
@@ -188,6 +198,12 @@ def main(argv=None):
             json.dump({"onnx_version": onnx.__version__, "results": results}, f, indent=1)
 
     exit_code = 0
+    if args.also_opt_level is not None:
+        for line in mismatches:
+            print(line)
+        print(f"opt_level {args.opt_level} vs {args.also_opt_level}: {len(mismatches)} tests "
+              "differ in status")
+        exit_code = 1 if mismatches else 0
     if args.expect:
         with open(args.expect) as f:
             must_pass = {line.strip() for line in f if line.strip() and not line.startswith("#")}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 
 #include "lumen/error.h"
@@ -121,26 +122,31 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
     plan.spaces[s].lower_bound_bytes = static_cast<size_t>(peak);
   }
 
-  std::vector<size_t> by_size(blocks.size()), by_start(blocks.size());
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::iota(by_start.begin(), by_start.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
-    if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
-    return blocks[a].first < blocks[b].first;
-  });
-  std::stable_sort(by_start.begin(), by_start.end(),
-                   [&](size_t a, size_t b) { return blocks[a].first < blocks[b].first; });
-  std::vector<size_t> arena_size(num_spaces, 0), arena_start(num_spaces, 0);
-  std::vector<size_t> off_size = place(blocks, by_size, arena_size);
-  std::vector<size_t> off_start = place(blocks, by_start, arena_start);
-  // Per space, keep the smaller arena.
-  std::vector<size_t> block_offset(blocks.size());
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    const int s = blocks[b].space;
-    block_offset[b] = arena_size[s] <= arena_start[s] ? off_size[b] : off_start[b];
+  // Greedy placement depends on the order; a few cheap orders, and per space the best wins.
+  auto length = [&](size_t b) { return blocks[b].last - blocks[b].first + 1; };
+  const std::vector<std::function<bool(size_t, size_t)>> orders = {
+      [&](size_t a, size_t b) { return blocks[a].bytes > blocks[b].bytes; },
+      [&](size_t a, size_t b) { return blocks[a].first < blocks[b].first; },
+      [&](size_t a, size_t b) { return length(a) > length(b); },
+      [&](size_t a, size_t b) {
+        return static_cast<double>(blocks[a].bytes) * length(a) >
+               static_cast<double>(blocks[b].bytes) * length(b);
+      }};
+  std::vector<size_t> best_arena(num_spaces, SIZE_MAX), block_offset(blocks.size(), 0);
+  for (const auto &less : orders) {
+    std::vector<size_t> order(blocks.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), less);
+    std::vector<size_t> arena(num_spaces, 0);
+    const std::vector<size_t> offsets = place(blocks, order, arena);
+    for (int s = 0; s < num_spaces; ++s) {
+      if (arena[s] >= best_arena[s]) continue;
+      best_arena[s] = arena[s];
+      for (size_t b = 0; b < blocks.size(); ++b)
+        if (blocks[b].space == s) block_offset[b] = offsets[b];
+    }
   }
-  for (int s = 0; s < num_spaces; ++s)
-    plan.spaces[s].planned_bytes = std::min(arena_size[s], arena_start[s]);
+  for (int s = 0; s < num_spaces; ++s) plan.spaces[s].planned_bytes = best_arena[s];
   plan.offsets.resize(n);
   for (size_t i = 0; i < n; ++i) plan.offsets[i] = block_offset[block_of[i]];
   return plan;

@@ -33,9 +33,10 @@ struct MemoryPlan {
   size_t in_place = 0;                      // buffers sharing their input's block
 };
 
-// Greedy placement: buffers sorted by size (largest first) and, separately, by first use; each
-// goes to the best-fitting gap among the placed buffers that overlap it in time. The smaller of
-// the two arenas wins. Throws lumen::Error on invalid lifetimes.
+// Greedy placement: each buffer goes to the best-fitting gap among the placed buffers that overlap
+// it in time, trying a few orders (largest first, first use first, longest-lived first, largest
+// size x lifetime first) and keeping the smallest arena per space. Throws lumen::Error on invalid
+// lifetimes.
 MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers);
 
 }  // namespace lumen
