@@ -62,8 +62,9 @@ Runtime alive; ``Graph.compile()`` without a runtime uses a shared default Runti
 import numpy as _np
 
 from . import _lumen
-from ._lumen import (Error, Executable, Graph, Runtime, Step, Tensor, TensorInfo, Value, call_op,
-                     empty, from_numpy, list_backends, list_ops, randn, tensor, zeros)
+from ._lumen import (Error, Executable, Graph, MemoryReport, Node, OptimizeReport, Runtime, Step,
+                     Tensor, TensorInfo, Value, call_op, empty, from_numpy, list_backends,
+                     list_ops, randn, tensor, zeros)
 from . import _tensor  # noqa: F401  (attaches NumPy interop and operators to Tensor)
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
@@ -82,6 +83,7 @@ def from_dlpack(obj):
     return tensor(_np.from_dlpack(obj))
 
 
-__all__ = ["Error", "Executable", "Graph", "Runtime", "Step", "Tensor", "TensorInfo", "Value",
+__all__ = ["Error", "Executable", "Graph", "MemoryReport", "Node", "OptimizeReport", "Runtime",
+           "Step", "Tensor", "TensorInfo", "Value",
            "call_op", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
            "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all

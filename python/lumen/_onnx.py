@@ -36,14 +36,36 @@ class Model:
     def outputs(self):
         return [_info(v) for v in self.graph.outputs]
 
-    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None):
+    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None, dump_passes=""):
         """Optimizes a copy of the graph and compiles it. ``backend`` forces every node onto one
-        backend ("cpu", "reference"); empty picks the preferred backend per node."""
+        backend ("cpu", "reference"); empty picks the preferred backend per node.
+        ``dump_passes``: a folder that gets the graph after each pass that changed it ("-" for
+        stderr; default $LUMEN_DUMP_GRAPH)."""
         graph = self.graph.clone()
-        graph.optimize(opt_level)
+        report = graph.optimize(opt_level, dump_passes)
         if runtime is None:
             runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
-        return CompiledModel(graph.compile(runtime), graph)
+        return CompiledModel(graph.compile(runtime), graph, report)
+
+    def summary(self, opt_level=2, backend=""):
+        """A readable report of what compiling at ``opt_level`` does: op counts before/after,
+        every pass and its rewrites, fused groups, the memory plan and each step's backend and
+        kernel dtype."""
+        return self.compile(backend=backend, opt_level=opt_level).summary()
+
+    def report(self, opt_level=2, backend=""):
+        """The data of summary() as a JSON-serializable dict."""
+        return self.compile(backend=backend, opt_level=opt_level).report()
+
+    def save_optimized(self, path, opt_level=2):
+        """Writes the graph optimized at ``opt_level`` as an ONNX model. Ops identical to an ONNX
+        op use the default domain; fused and other Lumen-only ops use the "lumen" domain, which
+        lumen.load_onnx reads back. Returns the onnx.ModelProto."""
+        from ._export import save_graph
+
+        graph = self.graph.clone()
+        graph.optimize(opt_level, "")
+        return save_graph(graph, path)
 
     def __call__(self, *args, **feeds):
         if self._default is None:
@@ -61,9 +83,10 @@ class CompiledModel:
     memory, no copy); ``model(x)`` for a single input or ``model(**feeds)`` returns one array when
     the model has one output, else the list."""
 
-    def __init__(self, executable, graph):
+    def __init__(self, executable, graph, optimize_report=None):
         self.executable = executable
-        self.graph = graph
+        self.graph = graph  # the optimized graph that was compiled
+        self.optimize_report = optimize_report  # a lumen.OptimizeReport, None if unknown
 
     @property
     def inputs(self):
@@ -76,6 +99,25 @@ class CompiledModel:
 
     def run(self, feeds):
         return [_np.asarray(t) for t in self.executable.execute(dict(feeds))]
+
+    def summary(self):
+        """A readable multi-line report: op counts before/after optimization, passes, fused
+        groups, memory plan, and each step's backend and kernel dtype."""
+        from ._inspect import format_summary
+
+        return format_summary(self.report())
+
+    def report(self):
+        """The data of summary() as a JSON-serializable dict."""
+        from ._inspect import build_report
+
+        return build_report(self)
+
+    def save_optimized(self, path):
+        """Writes the compiled (optimized) graph as an ONNX model; see Model.save_optimized."""
+        from ._export import save_graph
+
+        return save_graph(self.graph, path)
 
     def __call__(self, *args, **feeds):
         if args and feeds:

@@ -3,6 +3,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <iterator>
+#include <type_traits>
+#include <variant>
+
 #include "bindings.h"
 
 namespace lumen::python {
@@ -56,6 +60,32 @@ std::vector<Value *> to_values(nb::handle inputs) {
   return values;
 }
 
+// A NumPy array owning a copy of `t`: the caller may keep it after the graph is gone.
+nb::object tensor_to_numpy_copy(const Tensor &t) {
+  return nb::cast(t.clone(), nb::rv_policy::move).attr("numpy")().attr("copy")();
+}
+
+nb::object attr_to_python(const AttrValue &value) {
+  return std::visit(
+      [](const auto &v) -> nb::object {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, Tensor>)
+          return tensor_to_numpy_copy(v);
+        else
+          return nb::cast(v);
+      },
+      value);
+}
+
+// The ONNX-style kind of an attribute; an exporter needs it for empty lists, whose Python form
+// ([]) does not say what they hold.
+const char *attr_kind(const AttrValue &value) {
+  static constexpr const char *kinds[] = {"int",    "float",   "string", "ints",
+                                          "floats", "strings", "tensor"};
+  static_assert(std::variant_size_v<AttrValue> == std::size(kinds));
+  return kinds[value.index()];
+}
+
 std::string info_repr(const char *kind, const std::string &name, DType dtype, const Shape &shape) {
   return str("lumen.", kind, "('", name, "', ", dtype_name(dtype), ", ", shape.to_string(), ")");
 }
@@ -92,9 +122,46 @@ Execution context: thread pool and backend choice; owns the Executables compiled
                    "Symbolic dim names (ONNX dim_param), '' for unnamed dims; [] when none.")
       .def_prop_ro("is_input", &Value::is_input)
       .def_prop_ro("is_constant", &Value::is_constant)
+      .def_prop_ro(
+          "constant",
+          [](const Value &v) -> nb::object {
+            if (!v.is_constant()) return nb::none();
+            return tensor_to_numpy_copy(v.constant());
+          },
+          "A NumPy copy of a constant's value, None for other values.")
+      .def_prop_ro("producer", &Value::producer, rv_policy::reference_internal,
+                   "The Node computing this value, None for inputs and constants.")
+      .def_prop_ro("users", &Value::users, rv_policy::reference_internal,
+                   "Nodes using this value (a node using it twice appears twice).")
       .def("__repr__", [](const Value &v) {
         return info_repr("Value", v.name(), v.dtype(), v.has_shape() ? v.shape() : Shape{});
       });
+
+  nb::class_<Node>(m, "Node", "A node of a Graph: valid while the graph holds it.")
+      .def_prop_ro("op", &Node::op)
+      .def_prop_ro("name", &Node::name)
+      .def_prop_ro("inputs", &Node::inputs, rv_policy::reference_internal,
+                   "Input Values; None for an omitted optional input.")
+      .def_prop_ro("outputs", &Node::outputs, rv_policy::reference_internal)
+      .def_prop_ro(
+          "attributes",
+          [](const Node &n) {
+            nb::dict attrs;
+            for (const auto &[name, value] : n.attrs().items())
+              attrs[name.c_str()] = attr_to_python(value);
+            return attrs;
+          },
+          "A dict: ints, floats, strings, lists of those, NumPy arrays for tensors (copies).")
+      .def_prop_ro(
+          "attribute_kinds",
+          [](const Node &n) {
+            std::map<std::string, std::string> kinds;
+            for (const auto &[name, value] : n.attrs().items()) kinds[name] = attr_kind(value);
+            return kinds;
+          },
+          "Attribute name -> 'int', 'float', 'string', 'ints', 'floats', 'strings' or 'tensor'.")
+      .def("__repr__",
+           [](const Node &n) { return str("lumen.Node('", n.name(), "', op='", n.op(), "')"); });
 
   nb::class_<ValueInfo>(m, "TensorInfo", "Name, dtype and shape of an Executable input/output.")
       .def_ro("name", &ValueInfo::name)
@@ -107,9 +174,28 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("node", &StepInfo::node)
       .def_ro("op", &StepInfo::op)
       .def_ro("backend", &StepInfo::backend)
+      .def_ro("dtype", &StepInfo::dtype, "The dtype that keyed the kernel choice.")
+      .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
       .def("__repr__", [](const StepInfo &s) {
-        return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend, "')");
+        return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend,
+                   "', dtype='", s.dtype, "')");
       });
+
+  nb::class_<MemorySpaceReport>(m, "MemorySpaceReport",
+                                "The memory plan of one memory space (intermediates only).")
+      .def_ro("space", &MemorySpaceReport::space)
+      .def_ro("naive_bytes", &MemorySpaceReport::naive_bytes)
+      .def_ro("planned_bytes", &MemorySpaceReport::planned_bytes)
+      .def_ro("lower_bound_bytes", &MemorySpaceReport::lower_bound_bytes)
+      .def_ro("num_values", &MemorySpaceReport::num_values)
+      .def_ro("in_place", &MemorySpaceReport::in_place);
+
+  nb::class_<MemoryReport>(m, "MemoryReport", R"doc(
+The memory plan of an Executable. ``planned`` is False when some shapes are known only at run time
+(intermediates then come from the caching allocator).)doc")
+      .def_ro("planned", &MemoryReport::planned)
+      .def_ro("spaces", &MemoryReport::spaces)
+      .def("__str__", &MemoryReport::to_string);
 
   nb::class_<PassRecord>(m, "PassRecord", "What one optimization pass did.")
       .def_ro("name", &PassRecord::pass)
@@ -164,6 +250,8 @@ removed by optimize() must not be used afterwards.)doc")
       .def_prop_ro("inputs", &Graph::inputs, rv_policy::reference_internal)
       .def_prop_ro("outputs", &Graph::outputs, rv_policy::reference_internal)
       .def_prop_ro("num_nodes", &Graph::num_nodes)
+      .def("nodes", &Graph::topological_order, rv_policy::reference_internal,
+           "The nodes in topological order (producers before users).")
       .def("clone", &Graph::clone, "A deep copy (constants share their memory).")
       .def(
           "op_counts",
@@ -210,6 +298,9 @@ Inputs are array-likes, converted as by lumen.tensor.)doc")
       .def_prop_ro("inputs", [](const PyExecutable &e) { return e.exe->inputs(); })
       .def_prop_ro("outputs", [](const PyExecutable &e) { return e.exe->outputs(); })
       .def_prop_ro("steps", [](const PyExecutable &e) { return e.exe->steps(); })
+      .def_prop_ro(
+          "memory", [](const PyExecutable &e) { return e.exe->memory(); },
+          "The MemoryReport (a copy).")
       .def_prop_ro("runtime", [](const PyExecutable &e) { return e.runtime; })
       .def("summary", [](const PyExecutable &e) { return e.exe->summary(); })
       .def("__str__", [](const PyExecutable &e) { return e.exe->summary(); });

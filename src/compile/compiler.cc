@@ -46,8 +46,13 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
                               info.shape.numel(), static_cast<int64_t>(dtype_size(info.dtype)),
                               "intermediate size")),
                           .memory_space = static_cast<int>(it - spaces.begin())};
-      // An element-wise step may write over its input 0 when this is that input's last use.
       const int in = step.inputs.empty() ? -1 : step.inputs[0];
+      const bool same_bytes = in >= 0 && buffer_of[in] >= 0 &&
+                              lifetimes[buffer_of[in]].bytes == life.bytes &&
+                              lifetimes[buffer_of[in]].memory_space == life.memory_space;
+      // A reshape-like step's output is a view of its input's memory.
+      if (step.schema->view && out == step.outputs[0] && same_bytes) life.view_of = buffer_of[in];
+      // An element-wise step may write over its input 0 when this is that input's last use.
       if (step.schema->elementwise && out == step.outputs[0] && in >= 0 && buffer_of[in] >= 0 &&
           last_use[in] == static_cast<int>(s) && impl.slot_info[in].dtype == info.dtype &&
           impl.slot_info[in].shape == info.shape)
@@ -69,6 +74,12 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
   impl.slot_offset.assign(num_slots, -1);
   for (size_t b = 0; b < lifetimes.size(); ++b)
     impl.slot_offset[slot_of_buffer[b]] = static_cast<int64_t>(plan.offsets[b]);
+  // A view whose output landed on its input's bytes has nothing left to do at run time.
+  for (ExecutionStep &step : impl.steps) {
+    const int in = step.inputs.empty() ? -1 : step.inputs[0];
+    step.skip = step.schema->view && in >= 0 && impl.slot_offset[in] >= 0 &&
+                impl.slot_offset[in] == impl.slot_offset[step.outputs[0]];
+  }
   impl.arena_bytes = plan.spaces.empty() ? 0 : plan.spaces[0].planned_bytes;
   impl.memory.planned = true;
   for (size_t sp = 0; sp < plan.spaces.size(); ++sp) {
@@ -79,6 +90,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
     for (const BufferLifetime &life : lifetimes)
       if (life.memory_space == static_cast<int>(sp)) ++report.num_values;
     report.in_place = plan.in_place;
+    report.views = plan.views;
     impl.memory.spaces.push_back(report);
   }
 }

@@ -71,8 +71,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
     if (b.first_step < 0 || b.last_step < b.first_step || b.memory_space < 0)
       fail("memory plan: buffer ", i, " has an invalid lifetime [", b.first_step, ", ", b.last_step,
            "] in space ", b.memory_space);
-    if (b.in_place_of >= static_cast<int>(n))
-      fail("memory plan: buffer ", i, " names buffer ", b.in_place_of, " of ", n);
+    if (b.in_place_of >= static_cast<int>(n) || b.view_of >= static_cast<int>(n))
+      fail("memory plan: buffer ", i, " names a buffer out of ", n);
     num_spaces = std::max(num_spaces, b.memory_space + 1);
   }
   MemoryPlan plan;
@@ -93,6 +93,14 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
     const size_t bytes = align_up(b.bytes);
     plan.spaces[b.memory_space].naive_bytes =
         add_bytes(plan.spaces[b.memory_space].naive_bytes, bytes, "naive bytes");
+    const int base = b.view_of;
+    if (base >= 0 && block_of[base] >= 0 && buffers[base].memory_space == b.memory_space &&
+        align_up(buffers[base].bytes) >= bytes) {
+      block_of[i] = block_of[base];
+      blocks[block_of[i]].last = std::max(blocks[block_of[i]].last, b.last_step);
+      ++plan.views;
+      continue;
+    }
     const int src = b.in_place_of;
     if (src >= 0 && !taken_over[src] && block_of[src] >= 0 &&
         buffers[src].last_step == b.first_step && buffers[src].memory_space == b.memory_space &&

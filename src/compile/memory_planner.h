@@ -18,6 +18,9 @@ struct BufferLifetime {
   // input): honoured when that buffer's last reader is this buffer's writer, it is at least as
   // large, in the same space, and no other buffer took it over already.
   int in_place_of = -1;
+  // Index of a buffer this one is a view of (a reshape: the same bytes under another shape). It
+  // shares that buffer's block, which then lives until both are dead.
+  int view_of = -1;
 };
 
 struct MemorySpacePlan {
@@ -30,7 +33,8 @@ struct MemoryPlan {
   static constexpr size_t kAlignment = 64;  // every offset; sizes are rounded up to it
   std::vector<size_t> offsets;              // per buffer, within its space's arena
   std::vector<MemorySpacePlan> spaces;      // indexed by memory_space
-  size_t in_place = 0;                      // buffers sharing their input's block
+  size_t in_place = 0;                      // buffers written over their input's block
+  size_t views = 0;                         // buffers sharing a block as views
 };
 
 // Greedy placement: each buffer goes to the best-fitting gap among the placed buffers that overlap

@@ -62,6 +62,9 @@ struct OpSchema {
   InferFn infer = nullptr;
   // Output i may be written into the memory of input 0 (element-wise ops), for the planner.
   bool elementwise = false;
+  // Output 0 is input 0's bytes under another shape (reshape, flatten, squeeze, unsqueeze): a
+  // planned executable makes it a view of the input's memory and skips the kernel.
+  bool view = false;
 };
 
 void register_op(OpSchema schema);

@@ -29,6 +29,7 @@ void register_converter(ConverterEntry entry) {
 }
 
 const ConverterEntry *find_converter(std::string_view domain, std::string_view op_type, int opset) {
+  if (domain == "lumen") return opset >= 1 ? find_lumen_domain_converter(op_type) : nullptr;
   auto &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.entries.find(std::make_pair(std::string(domain), std::string(op_type)));

@@ -67,6 +67,8 @@ struct ConverterEntry {
 };
 
 void register_converter(ConverterEntry entry);
+// The "lumen" domain (ops saved by save_optimized): any registered Lumen op, added unchanged.
+const ConverterEntry *find_lumen_domain_converter(std::string_view op_type);
 // The converter for op_type in domain at `opset`, or nullptr when unsupported.
 const ConverterEntry *find_converter(std::string_view domain, std::string_view op_type, int opset);
 

@@ -100,6 +100,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     }
   }
   for (const ExecutionStep &step : steps) {
+    if (step.skip) continue;
     state->kernel_inputs.clear();
     state->kernel_outputs.clear();
     for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
@@ -199,7 +200,8 @@ std::string MemoryReport::to_string() const {
   for (const MemorySpaceReport &s : spaces) {
     out << "memory " << s.space << ": naive " << mib(s.naive_bytes) << " MiB, planned "
         << mib(s.planned_bytes) << " MiB, lower bound " << mib(s.lower_bound_bytes) << " MiB ("
-        << s.num_values << " values, " << s.in_place << " in place)\n";
+        << s.num_values << " values, " << s.in_place << " written in place, " << s.views
+        << " views)\n";
   }
   return out.str();
 }

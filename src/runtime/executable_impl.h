@@ -23,6 +23,7 @@ struct ExecutionStep {
   std::vector<int> outputs;  // slot per output
   std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
+  bool skip = false;  // planned: a view whose output already aliases its input in the arena
 };
 
 // The mutable state of one run of a planned Executable: the arena and the tensors viewing it.

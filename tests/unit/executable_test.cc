@@ -80,6 +80,23 @@ TEST(Executable, ElementwiseStepsRunInPlace) {
   EXPECT_TRUE(all_close(exe->execute({in})[0], want, 1e-5, 1e-6));
 }
 
+TEST(Executable, ReshapesAreViewsOfTheirInput) {
+  Graph g;
+  Value *x = g.add_input("x", {4, 6});
+  Value *h = g.add_op("matmul", {x, g.add_weight("w", {6, 6})});
+  Value *shape = g.add_constant("shape", Tensor::from_vector<int64_t>({3}, {2, 2, 6}));
+  h = g.add_op("relu", {g.add_op("reshape", {h, shape})});
+  g.mark_output(g.add_op("flatten", {h}, {{"axis", int64_t(2)}}));
+  Runtime rt;
+  const Executable *exe = g.compile(&rt);
+  ASSERT_TRUE(exe->memory().planned);
+  EXPECT_EQ(exe->memory().spaces[0].views, 1u);  // the final flatten is a graph output: a copy
+  const Tensor in = Tensor::randn({4, 6}, 5);
+  Runtime reference_rt(RuntimeOptions{.backend = "reference"});
+  EXPECT_TRUE(
+      all_close(exe->execute({in})[0], g.compile(&reference_rt)->execute({in})[0], 1e-5, 1e-6));
+}
+
 TEST(Executable, OutputsSurviveLaterRuns) {
   Runtime rt;
   const Executable *exe = mlp(4, 16, 3).compile(&rt);

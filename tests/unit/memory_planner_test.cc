@@ -120,3 +120,25 @@ TEST(MemoryPlanner, RejectsInvalidLifetimes) {
 
 }  // namespace
 }  // namespace lumen
+
+namespace lumen {
+namespace {
+
+TEST(MemoryPlanner, ViewsShareTheBlockAndExtendItsLife) {
+  // b is a reshape of a, read until step 4; c may not take a's block in place at step 2 because
+  // the view keeps it alive.
+  std::vector<BufferLifetime> buffers{
+      {.first_step = 0, .last_step = 2, .bytes = 1024},
+      {.first_step = 1, .last_step = 4, .bytes = 1024, .view_of = 0},
+      {.first_step = 2, .last_step = 3, .bytes = 1024, .in_place_of = 0},
+      {.first_step = 3, .last_step = 4, .bytes = 1024}};
+  const MemoryPlan plan = plan_memory(buffers);
+  EXPECT_EQ(plan.views, 1u);
+  EXPECT_EQ(plan.in_place, 0u);
+  EXPECT_EQ(plan.offsets[0], plan.offsets[1]);
+  EXPECT_NE(plan.offsets[2], plan.offsets[0]);
+  EXPECT_NE(plan.offsets[3], plan.offsets[0]);
+}
+
+}  // namespace
+}  // namespace lumen

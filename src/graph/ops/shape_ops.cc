@@ -260,10 +260,10 @@ std::vector<TensorType> infer_constant_of_shape(const InferContext &ctx) {
   return {TensorType{dtype, Shape(*dims)}};
 }
 
-LUMEN_REGISTER_OP({.name = "reshape", .max_inputs = 2, .infer = infer_reshape});
-LUMEN_REGISTER_OP({.name = "squeeze", .max_inputs = 2, .infer = infer_squeeze});
-LUMEN_REGISTER_OP({.name = "unsqueeze", .max_inputs = 2, .infer = infer_unsqueeze});
-LUMEN_REGISTER_OP({.name = "flatten", .infer = infer_flatten});
+LUMEN_REGISTER_OP({.name = "reshape", .max_inputs = 2, .infer = infer_reshape, .view = true});
+LUMEN_REGISTER_OP({.name = "squeeze", .max_inputs = 2, .infer = infer_squeeze, .view = true});
+LUMEN_REGISTER_OP({.name = "unsqueeze", .max_inputs = 2, .infer = infer_unsqueeze, .view = true});
+LUMEN_REGISTER_OP({.name = "flatten", .infer = infer_flatten, .view = true});
 LUMEN_REGISTER_OP({.name = "shape", .infer = infer_shape});
 LUMEN_REGISTER_OP({.name = "size", .infer = infer_size});
 LUMEN_REGISTER_OP({.name = "constant_of_shape", .infer = infer_constant_of_shape});

@@ -105,10 +105,14 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
               .count();
       record.nodes_after = num_nodes();
       record.changes = ctx.changes();
-#ifndef NDEBUG
-      verify();
-#endif
+      // Verification re-infers every node: cheap next to compiling, and a broken rewrite is
+      // caught here, naming the pass, instead of as a wrong answer later.
       if (pass_changed) {
+        try {
+          verify();
+        } catch (const Error &e) {
+          fail("optimization pass '", pass->name(), "' left an invalid graph: ", e.what());
+        }
         changed = true;
         dumper.dump(*this, pass->name());
       }
