@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -42,6 +43,12 @@ class Buffer {
   Release release_;
 };
 
+// Counters of an allocator since process start.
+struct AllocatorStats {
+  uint64_t allocations = 0;         // allocate() calls
+  uint64_t system_allocations = 0;  // of those, the ones the cache could not serve
+};
+
 // Hands out buffers on one device. Implementations are thread-safe and must outlive every buffer
 // they returned (host allocators are process-lifetime singletons).
 class Allocator {
@@ -52,6 +59,7 @@ class Allocator {
   virtual Device device() const = 0;
   // Returns a block of at least `nbytes` aligned to kAlignment; throws lumen::Error on failure.
   virtual std::shared_ptr<Buffer> allocate(size_t nbytes) = 0;
+  virtual AllocatorStats stats() const { return {}; }
 };
 
 // The process-wide caching host allocator: freed blocks return to size-class free lists and are

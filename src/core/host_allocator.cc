@@ -1,6 +1,7 @@
 // Caching host allocator. Blocks are rounded up to a size class (64-byte multiples for small
 // blocks, quarter powers of two above 64 KiB) and kept on per-class free lists when released, up to
 // a cap, so repeated inferences reuse memory instead of calling the system allocator.
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -28,6 +29,7 @@ class CachingHostAllocator final : public Allocator {
   Device device() const override { return kHostDevice; }
 
   std::shared_ptr<Buffer> allocate(size_t nbytes) override {
+    allocations_.fetch_add(1, std::memory_order_relaxed);
     const size_t cls = size_class(nbytes);
     void *data = nullptr;
     {
@@ -40,11 +42,17 @@ class CachingHostAllocator final : public Allocator {
       }
     }
     if (!data) {
+      system_allocations_.fetch_add(1, std::memory_order_relaxed);
       data = std::aligned_alloc(kAlignment, cls);
       if (!data) fail("host allocation of ", nbytes, " bytes failed");
     }
     return std::make_shared<Buffer>(data, nbytes, kHostDevice,
                                     [this, cls](void *p) { release(p, cls); });
+  }
+
+  AllocatorStats stats() const override {
+    return {allocations_.load(std::memory_order_relaxed),
+            system_allocations_.load(std::memory_order_relaxed)};
   }
 
  private:
@@ -61,6 +69,8 @@ class CachingHostAllocator final : public Allocator {
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void *>> free_;
   size_t cached_bytes_ = 0;
+  std::atomic<uint64_t> allocations_{0};
+  std::atomic<uint64_t> system_allocations_{0};
 };
 
 }  // namespace

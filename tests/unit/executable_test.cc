@@ -97,6 +97,21 @@ TEST(Executable, ReshapesAreViewsOfTheirInput) {
       all_close(exe->execute({in})[0], g.compile(&reference_rt)->execute({in})[0], 1e-5, 1e-6));
 }
 
+TEST(Executable, SteadyStateRunAllocatesOnlyItsOutput) {
+  Runtime rt(RuntimeOptions{.num_threads = 1});
+  Graph g = mlp(8, 64, 6);
+  g.optimize(2);
+  const Executable *exe = g.compile(&rt);
+  ASSERT_TRUE(exe->memory().planned);
+  const Tensor x = Tensor::randn({8, 64}, 1);
+  exe->execute({x});  // the first run creates the arena
+  const AllocatorStats before = host_allocator().stats();
+  const Tensor y = exe->execute({x})[0];
+  const AllocatorStats after = host_allocator().stats();
+  EXPECT_EQ(after.allocations - before.allocations, 1u);  // the returned output
+  EXPECT_EQ(after.system_allocations, before.system_allocations);
+}
+
 TEST(Executable, OutputsSurviveLaterRuns) {
   Runtime rt;
   const Executable *exe = mlp(4, 16, 3).compile(&rt);

@@ -1,19 +1,196 @@
-// PLACEHOLDER: being written.
+// Evaluates nodes whose inputs are all constants once, at optimization time, and replaces their
+// outputs with constants. Also folds shape/size of values whose shape is static, which turns
+// shape arithmetic (shape -> gather -> unsqueeze -> concat -> reshape) into constants.
+//
+// Bounded: an output larger than max(64 KiB, the node's input bytes) or than 16 MiB stays a node,
+// so folding never trades a cheap op (constant_of_shape, expand, tile...) for a big weight.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "graph/op_schema.h"
 #include "graph/passes/pass.h"
+#include "graph/passes/pattern.h"
+#include "lumen/ops.h"
 
 namespace lumen {
 namespace {
 
-class Placeholder final : public Pass {
+constexpr size_t kSmallOutputBytes = size_t{64} << 10;
+constexpr size_t kMaxOutputBytes = size_t{16} << 20;
+
+// Ops whose result changes from run to run must run every time.
+bool is_nondeterministic(std::string_view op) {
+  for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
+    if (op.find(word) != std::string_view::npos) return true;
+  return false;
+}
+
+bool has_users(const Node *node) {
+  return std::any_of(node->outputs().begin(), node->outputs().end(),
+                     [](const Value *v) { return !v->users().empty(); });
+}
+
+// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a constant) keeps
+// its producer; only the node users move. Returns whether any use moved.
+bool rewire_uses(Graph &graph, Value *from, Value *to) {
+  if (graph.can_replace(from, to)) {
+    const bool used = !from->users().empty() || is_graph_output(graph, from);
+    graph.replace_all_uses(from, to);
+    return used;
+  }
+  const std::vector<Node *> users = from->users();
+  for (Node *user : users)
+    for (size_t i = 0; i < user->inputs().size(); ++i)
+      if (user->input(i) == from) graph.set_input(user, i, to);
+  return !users.empty();
+}
+
+void remove_if_dead(Graph &graph, Node *node) {
+  for (const Value *out : node->outputs())
+    if (!out->users().empty() || is_graph_output(graph, out)) return;
+  graph.remove_node(node);
+}
+
+// The [start, end) dims that shape(x) returns, with ONNX's clamping of negative/large bounds.
+std::vector<int64_t> shape_slice(const Shape &shape, const Attributes &attrs) {
+  const auto rank = static_cast<int64_t>(shape.rank());
+  int64_t start = attrs.get_int("start", 0), end = attrs.get_int("end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+  if (end < start) end = start;
+  return {shape.dims().begin() + start, shape.dims().begin() + end};
+}
+
+// shape(x) and size(x) depend only on x's shape: known when that shape is static.
+std::optional<std::vector<Tensor>> fold_from_static_shape(const Node *node) {
+  const Value *x = node->input(0);
+  if (!x || !x->has_shape() || !x->shape().is_static()) return std::nullopt;
+  if (node->op() == "size")
+    return std::vector{Tensor::from_vector<int64_t>({}, {x->shape().numel()})};
+  const std::vector<int64_t> dims = shape_slice(x->shape(), node->attrs());
+  return std::vector{Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)};
+}
+
+// The node's output types computed from its constant inputs (stored types may still be deferred
+// when an input became constant earlier in this run); nullopt when inference fails.
+std::optional<std::vector<TensorType>> output_types(const Node *node,
+                                                    const std::vector<Tensor> &inputs) {
+  std::vector<TensorType> types;
+  types.reserve(inputs.size());
+  for (const Tensor &t : inputs) types.push_back({t.dtype(), t.defined() ? t.shape() : Shape{}});
+  InferContext ctx{.attrs = node->attrs(), .op = node->op(), .node = node->name()};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ctx.inputs.push_back(inputs[i].defined() ? &types[i] : nullptr);
+    ctx.values.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
+  }
+  try {
+    return infer_types(get_op(node->op()), ctx);
+  } catch (const Error &) {
+    return std::nullopt;
+  } catch (const DeferredInference &) {
+    return std::nullopt;
+  }
+}
+
+// Whether every output is static and small enough to keep as a constant.
+bool outputs_fit(const std::vector<TensorType> &outputs, size_t input_bytes) {
+  const size_t limit = std::min(kMaxOutputBytes, std::max(kSmallOutputBytes, input_bytes));
+  for (const TensorType &t : outputs) {
+    if (!t.shape.is_static()) return false;
+    size_t bytes = dtype_size(t.dtype);
+    for (int64_t d : t.shape)
+      if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) return false;
+    if (bytes > limit) return false;
+  }
+  return true;
+}
+
+// "cpu" when it has a kernel for the op and the dtype that selects kernels (input 0's), else
+// "reference"; empty when neither does.
+std::string folding_backend(const std::string &op, const std::vector<Tensor> &inputs) {
+  const DType dtype = !inputs.empty() && inputs[0].defined() ? inputs[0].dtype() : DType::Float32;
+  for (const char *name : {"cpu", "reference"}) {
+    const Backend *backend = find_backend(name);
+    if (backend && backend->supports(op, dtype)) return name;
+  }
+  return "";
+}
+
+// Runs a node whose inputs are all constants; nullopt when it must stay a node.
+std::optional<std::vector<Tensor>> evaluate(const Node *node) {
+  std::vector<Tensor> inputs;
+  size_t input_bytes = 0;
+  for (const Value *in : node->inputs()) {
+    if (in && !in->is_constant()) return std::nullopt;
+    inputs.push_back(in ? in->constant() : Tensor());
+    if (in) input_bytes += in->constant().nbytes();
+  }
+  if (std::none_of(inputs.begin(), inputs.end(), [](const Tensor &t) { return t.defined(); }))
+    return std::nullopt;
+  const auto types = output_types(node, inputs);
+  if (!types || !outputs_fit(*types, input_bytes)) return std::nullopt;
+  const std::string backend = folding_backend(node->op(), inputs);
+  if (backend.empty()) return std::nullopt;
+  try {
+    std::vector<Tensor> outputs = call_op(node->op(), inputs, node->attrs(), backend);
+    if (outputs.size() != node->outputs().size()) return std::nullopt;
+    return outputs;
+  } catch (const Error &) {
+    return std::nullopt;  // the node stays, and reports the same error when the graph runs
+  }
+}
+
+class ConstantFolding final : public Pass {
  public:
   std::string_view name() const override { return "constant_folding"; }
-  bool run(Graph &, PassContext &) override { return false; }
+
+  bool run(Graph &graph, PassContext &ctx) override {
+    bool changed = false;
+    // Topological order: a node's folded result is a constant by the time its users are visited.
+    for (Node *node : graph.topological_order()) {
+      if (is_nondeterministic(node->op()) || !has_users(node)) continue;
+      const bool shape_query = node->op() == "shape" || node->op() == "size";
+      std::optional<std::vector<Tensor>> results =
+          shape_query ? fold_from_static_shape(node) : std::nullopt;
+      if (!results) results = evaluate(node);
+      if (!results) continue;
+
+      bool rewired = false;
+      std::string described;
+      for (size_t i = 0; i < results->size(); ++i) {
+        Value *out = node->output(i);
+        if (out->users().empty()) continue;
+        const Tensor &t = (*results)[i];
+        Value *constant = graph.add_constant(graph.fresh_name(out->name()), t);
+        if (!rewire_uses(graph, out, constant)) continue;
+        rewired = true;
+        described +=
+            str(described.empty() ? "" : ", ", t.shape().to_string(), " ", dtype_name(t.dtype()));
+      }
+      if (!rewired) continue;
+      ctx.note("folded ", node->op(), " '", node->name(), "' -> constant ", described);
+      remove_if_dead(graph, node);
+      changed = true;
+    }
+    if (changed) {
+      // Users of the new constants may now have static shapes (reshape to a folded shape):
+      // re-infer so later passes see them. A node that now fails inference would fail at run time
+      // anyway; leave its deferred types and let that error surface there.
+      try {
+        graph.infer_types();
+      } catch (const Error &) {
+      }
+    }
+    return changed;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> make_constant_folding() {
-  return std::make_unique<Placeholder>();
+  return std::make_unique<ConstantFolding>();
 }
 
 }  // namespace lumen
