@@ -14,26 +14,6 @@
 namespace lumen {
 namespace {
 
-// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a graph input,
-// a constant or another output) keeps its producer; only the node users move. Returns whether any
-// use moved.
-bool rewire_uses(Graph &graph, Value *from, Value *to) {
-  if (graph.can_replace(from, to)) {
-    const bool used = !from->users().empty() || is_graph_output(graph, from);
-    graph.replace_all_uses(from, to);
-    return used;
-  }
-  const std::vector<Node *> users = from->users();
-  for (Node *user : users)
-    for (size_t i = 0; i < user->inputs().size(); ++i)
-      if (user->input(i) == from) graph.set_input(user, i, to);
-  return !users.empty();
-}
-
-bool is_live(const Graph &graph, const Value *v) {
-  return !v->users().empty() || is_graph_output(graph, v);
-}
-
 // Removes `node` and then its `inner` producer when rewiring left them unused.
 void remove_dead_pair(Graph &graph, Node *node, Node *inner) {
   if (is_live(graph, node->output())) return;

@@ -18,37 +18,10 @@ namespace {
 // Constants up to this size are compared byte by byte; larger ones are rarely duplicated.
 constexpr size_t kMaxMergedConstantBytes = 4096;
 
-// Ops whose result changes from run to run: two of them are two different draws.
-bool is_nondeterministic(std::string_view op) {
-  for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
-    if (op.find(word) != std::string_view::npos) return true;
-  return false;
-}
-
-// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a constant or
-// another graph output) keeps its producer; only the node users move. Returns whether any use
-// moved.
-bool rewire_uses(Graph &graph, Value *from, Value *to) {
-  if (graph.can_replace(from, to)) {
-    const bool used = !from->users().empty() || is_graph_output(graph, from);
-    graph.replace_all_uses(from, to);
-    return used;
-  }
-  const std::vector<Node *> users = from->users();
-  for (Node *user : users)
-    for (size_t i = 0; i < user->inputs().size(); ++i)
-      if (user->input(i) == from) graph.set_input(user, i, to);
-  return !users.empty();
-}
-
 bool is_live(const Graph &graph, const Node *node) {
   return std::any_of(node->outputs().begin(), node->outputs().end(), [&](const Value *v) {
     return !v->users().empty() || is_graph_output(graph, v);
   });
-}
-
-void remove_if_dead(Graph &graph, Node *node) {
-  if (!is_live(graph, node)) graph.remove_node(node);
 }
 
 bool same_bytes(const void *a, const void *b, size_t n) {

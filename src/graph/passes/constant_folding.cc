@@ -20,37 +20,9 @@ namespace {
 constexpr size_t kSmallOutputBytes = size_t{64} << 10;
 constexpr size_t kMaxOutputBytes = size_t{16} << 20;
 
-// Ops whose result changes from run to run must run every time.
-bool is_nondeterministic(std::string_view op) {
-  for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
-    if (op.find(word) != std::string_view::npos) return true;
-  return false;
-}
-
 bool has_users(const Node *node) {
   return std::any_of(node->outputs().begin(), node->outputs().end(),
                      [](const Value *v) { return !v->users().empty(); });
-}
-
-// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a constant) keeps
-// its producer; only the node users move. Returns whether any use moved.
-bool rewire_uses(Graph &graph, Value *from, Value *to) {
-  if (graph.can_replace(from, to)) {
-    const bool used = !from->users().empty() || is_graph_output(graph, from);
-    graph.replace_all_uses(from, to);
-    return used;
-  }
-  const std::vector<Node *> users = from->users();
-  for (Node *user : users)
-    for (size_t i = 0; i < user->inputs().size(); ++i)
-      if (user->input(i) == from) graph.set_input(user, i, to);
-  return !users.empty();
-}
-
-void remove_if_dead(Graph &graph, Node *node) {
-  for (const Value *out : node->outputs())
-    if (!out->users().empty() || is_graph_output(graph, out)) return;
-  graph.remove_node(node);
 }
 
 // The [start, end) dims that shape(x) returns, with ONNX's clamping of negative/large bounds.

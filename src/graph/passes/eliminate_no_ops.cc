@@ -14,28 +14,6 @@
 namespace lumen {
 namespace {
 
-// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a graph input, a
-// constant or another output) keeps its producer; only the node users move. Returns whether any
-// use moved.
-bool rewire_uses(Graph &graph, Value *from, Value *to) {
-  if (graph.can_replace(from, to)) {
-    const bool used = !from->users().empty() || is_graph_output(graph, from);
-    graph.replace_all_uses(from, to);
-    return used;
-  }
-  const std::vector<Node *> users = from->users();
-  for (Node *user : users)
-    for (size_t i = 0; i < user->inputs().size(); ++i)
-      if (user->input(i) == from) graph.set_input(user, i, to);
-  return !users.empty();
-}
-
-void remove_if_dead(Graph &graph, Node *node) {
-  for (const Value *out : node->outputs())
-    if (!out->users().empty() || is_graph_output(graph, out)) return;
-  graph.remove_node(node);
-}
-
 bool same_static_shape(const Value *a, const Value *b) {
   return a && b && a->has_shape() && b->has_shape() && a->shape().is_static() &&
          a->shape() == b->shape();

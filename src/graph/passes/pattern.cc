@@ -17,6 +17,32 @@ std::optional<double> element(const Tensor &t, int64_t i) {
 
 }  // namespace
 
+bool rewire_uses(Graph &graph, Value *from, Value *to) {
+  if (graph.can_replace(from, to)) {
+    const bool used = is_live(graph, from);
+    graph.replace_all_uses(from, to);
+    return used;
+  }
+  const std::vector<Node *> users = from->users();
+  for (Node *user : users)
+    for (size_t i = 0; i < user->inputs().size(); ++i)
+      if (user->input(i) == from) graph.set_input(user, i, to);
+  return !users.empty();
+}
+
+bool remove_if_dead(Graph &graph, Node *node) {
+  for (const Value *out : node->outputs())
+    if (is_live(graph, out)) return false;
+  graph.remove_node(node);
+  return true;
+}
+
+bool is_nondeterministic(std::string_view op) {
+  for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
+    if (op.find(word) != std::string_view::npos) return true;
+  return false;
+}
+
 std::optional<double> scalar_constant(const Value *v) {
   if (!v || !v->is_constant() || v->constant().numel() != 1) return std::nullopt;
   return element(v->constant(), 0);

@@ -24,6 +24,22 @@ inline Node *producer_if(const Value *v, std::string_view op) {
   return v && v->producer() && v->producer()->op() == op ? v->producer() : nullptr;
 }
 
+// A value is live while a node reads it or it is a graph output.
+inline bool is_live(const Graph &graph, const Value *v) {
+  return !v->users().empty() || is_graph_output(graph, v);
+}
+
+// Points every use of `from` at `to`. A graph output that `to` cannot stand for (a graph input, a
+// constant or another output) keeps its producer; only the node users move. Returns whether any
+// use moved.
+bool rewire_uses(Graph &graph, Value *from, Value *to);
+
+// Removes `node` when none of its outputs is live any more; returns whether it did.
+bool remove_if_dead(Graph &graph, Node *node);
+
+// Ops whose result changes from run to run: never folded, never merged.
+bool is_nondeterministic(std::string_view op);
+
 // The value of a one-element constant of a floating or integer dtype.
 std::optional<double> scalar_constant(const Value *v);
 
