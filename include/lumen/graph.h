@@ -138,8 +138,9 @@ class Graph {
 
   // --- Rewriting (used by passes) -------------------------------------------------------------
   void set_input(Node *node, size_t index, Value *value);
-  // Graph outputs included. When `from` is a graph output and `to` is a node's output that is not
-  // one, the two swap names, so the graph's outputs keep their names across rewrites.
+  // Graph outputs included. When `from` is a graph output, `to` must be a node's output that is not
+  // one (see can_replace; otherwise lumen::Error): the two swap names, so the graph's outputs keep
+  // their names across rewrites.
   void replace_all_uses(Value *from, Value *to);
   // Whether replace_all_uses(from, to) keeps every graph output's name: false when `from` is a
   // graph output and `to` is a graph input, a constant or another graph output.

@@ -322,12 +322,14 @@ bool Graph::can_replace(const Value *from, const Value *to) const {
 
 void Graph::replace_all_uses(Value *from, Value *to) {
   if (from == to) return;
+  if (!can_replace(from, to))
+    fail("replace_all_uses: graph output '", from->name_, "' cannot become '", to->name_,
+         "' (an input, a constant or another output) without losing its name");
   const std::vector<Node *> users = from->users_;
   for (Node *user : users)
     for (size_t i = 0; i < user->inputs_.size(); ++i)
       if (user->inputs_[i] == from) set_input(user, i, to);
-  const bool from_is_output = std::count(outputs_.begin(), outputs_.end(), from) != 0;
-  if (from_is_output && can_replace(from, to)) {
+  if (std::count(outputs_.begin(), outputs_.end(), from) != 0) {
     // The output keeps its name: the two values swap names.
     values_by_name_.erase(from->name_);
     values_by_name_.erase(to->name_);

@@ -83,6 +83,10 @@ TEST(Graph, TopologicalOrderAndRemoval) {
   EXPECT_EQ(g.num_nodes(), 1u);
   EXPECT_EQ(g.outputs()[0]->name(), "b");  // outputs keep their names across rewrites
   EXPECT_EQ(g.outputs()[0]->producer()->name(), "a");
+  // An output cannot become the graph input: it would lose its name.
+  EXPECT_FALSE(g.can_replace(g.outputs()[0], x));
+  EXPECT_TRUE(
+      contains(error_of([&] { g.replace_all_uses(g.outputs()[0], x); }), "losing its name"));
   EXPECT_NO_THROW(g.verify());
 }
 
