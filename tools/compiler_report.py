@@ -1,6 +1,5 @@
 """Graph compiler report for the ONNX light models: node counts before/after optimization and the
-memory plan (naive / planned / lower bound) at opt_level 0 and 2, plus a check that the optimized
-model still reproduces the stored reference output.
+memory plan (naive / planned / lower bound) at opt_level 0 and 2; every model also runs once.
 
     PYTHONPATH=build/python .venv/bin/python tools/compiler_report.py [--json out.json]
 """
