@@ -1,19 +1,253 @@
-// PLACEHOLDER: being written.
+// Recognizes layer normalization written out in primitive ops and replaces it with one layer_norm
+// node:
+//   mean = reduce_mean(x, axes, keepdims=1)        axes: the last k dims (attribute or input)
+//   d    = x - mean
+//   var  = reduce_mean(d * d  or  pow(d, 2), the same axes, keepdims=1)
+//   std  = sqrt(var + eps)                          eps: a one-element constant, either order
+//   y    = d / std  or  d * reciprocal(std)  or  d * (1 / std)
+//   optionally y * gamma, then optionally + beta    (either order; each must keep x's shape)
+// -> layer_norm(x, gamma or ones, beta) with axis = rank - k and epsilon = eps. Every intermediate
+// must have no use outside the pattern (d is read by the square and the normalization only).
+// Reductions over other axes (not a suffix of the dims) are left alone.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_set>
+
 #include "graph/passes/pass.h"
+#include "graph/passes/pattern.h"
 
 namespace lumen {
 namespace {
 
-class Placeholder final : public Pass {
+constexpr double kTolerance = 1e-4;
+
+bool near(const Value *v, double expected) {
+  const auto c = scalar_constant(v);
+  return c && std::abs(*c - expected) <= kTolerance * std::abs(expected);
+}
+
+// The other input of binary `node` when exactly one of its inputs is `v`, else nullptr.
+Value *other_input(const Node *node, const Value *v) {
+  if (!node || node->inputs().size() != 2) return nullptr;
+  if (node->input(0) == v && node->input(1) != v) return node->input(1);
+  if (node->input(1) == v && node->input(0) != v) return node->input(0);
+  return nullptr;
+}
+
+// The only node reading `v` when it is an `op` node and `v` is not a graph output.
+Node *sole_user_if(const Graph &graph, const Value *v, std::string_view op) {
+  if (!v || !has_single_use(graph, v)) return nullptr;
+  Node *user = v->users().front();
+  return user->op() == op ? user : nullptr;
+}
+
+// The producer of `v` when it is an `op` node and `v` has no other use.
+Node *sole_producer_if(const Graph &graph, const Value *v, std::string_view op) {
+  return v && has_single_use(graph, v) ? producer_if(v, op) : nullptr;
+}
+
+// The first normalized dim of a keepdims reduce_mean over a suffix of its input's dims (its last
+// k dims, k >= 1); nullopt for any other reduction.
+std::optional<size_t> suffix_reduction_axis(const Node *reduce) {
+  const Value *x = reduce->input(0);
+  if (!x->has_shape() || reduce->attrs().get_int("keepdims", 1) != 1) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (reduce->inputs().size() > 1 && reduce->input(1)) {
+    const Value *given = reduce->input(1);
+    if (!given->is_constant()) return std::nullopt;
+    const Tensor &t = given->constant();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype() == DType::Int64)
+        axes.push_back(t.data<int64_t>()[i]);
+      else if (t.dtype() == DType::Int32)
+        axes.push_back(t.data<int32_t>()[i]);
+      else
+        return std::nullopt;
+    }
+  } else {
+    axes = reduce->attrs().get_ints("axes", {});
+  }
+  const auto rank = static_cast<int64_t>(x->shape().rank());
+  if (axes.empty()) {  // every dim, unless told to reduce nothing
+    if (reduce->attrs().get_int("noop_with_empty_axes", 0) != 0 || rank == 0) return std::nullopt;
+    return size_t(0);
+  }
+  for (int64_t &a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - int64_t(axes.size()) + int64_t(i)) return std::nullopt;
+  return size_t(axes.front());
+}
+
+struct LayerNormMatch {
+  Value *x = nullptr;
+  Value *scale = nullptr;  // nullptr: ones
+  Value *bias = nullptr;
+  size_t axis = 0;
+  double epsilon = 0;
+  Value *y = nullptr;         // the value layer_norm's output replaces
+  std::vector<Node *> nodes;  // producers before users
+};
+
+bool same_type(const Value *a, const Value *b) {
+  return a->has_shape() && b->has_shape() && a->dtype() == b->dtype() && a->shape() == b->shape();
+}
+
+// sub(x, mean) -> ... Starts at the subtraction because d is the value the pattern pivots on.
+std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
+  LayerNormMatch m;
+  m.x = sub->input(0);
+  Value *d = sub->output();
+  Node *mean = sole_producer_if(graph, sub->input(1), "reduce_mean");
+  if (!mean || mean->input(0) != m.x || !same_type(m.x, d)) return std::nullopt;
+  const DType dt = m.x->dtype();
+  if (dt != DType::Float32 && dt != DType::Float64 && dt != DType::Float16 && dt != DType::BFloat16)
+    return std::nullopt;
+  const auto axis = suffix_reduction_axis(mean);
+  if (!axis) return std::nullopt;
+  m.axis = *axis;
+
+  // d feeds the square and the normalization, nothing else.
+  if (is_graph_output(graph, d)) return std::nullopt;
+  std::vector<Node *> readers;
+  for (Node *u : d->users())
+    if (std::find(readers.begin(), readers.end(), u) == readers.end()) readers.push_back(u);
+  if (readers.size() != 2) return std::nullopt;
+  Node *square = nullptr, *normalize = nullptr;
+  for (size_t i = 0; i < 2; ++i) {
+    Node *u = readers[i];
+    const bool is_square = (u->op() == "mul" && u->input(0) == d && u->input(1) == d) ||
+                           (u->op() == "pow" && u->input(0) == d && near(u->input(1), 2.0));
+    if (is_square) {
+      square = u;
+      normalize = readers[1 - i];
+    }
+  }
+  const size_t expected_uses = square && square->op() == "mul" ? 3 : 2;
+  if (!square || d->users().size() != expected_uses) return std::nullopt;
+
+  Node *var = sole_user_if(graph, square->output(), "reduce_mean");
+  if (!var || suffix_reduction_axis(var) != axis) return std::nullopt;
+  Node *plus_eps = sole_user_if(graph, var->output(), "add");
+  Value *eps = other_input(plus_eps, var->output());
+  const auto eps_value = scalar_constant(eps);
+  if (!eps_value || !(*eps_value >= 0) || !std::isfinite(*eps_value)) return std::nullopt;
+  m.epsilon = *eps_value;
+  Node *sqrt = sole_user_if(graph, plus_eps->output(), "sqrt");
+  if (!sqrt) return std::nullopt;
+  Value *std_dev = sqrt->output();
+  m.nodes = {mean, sub, square, var, plus_eps, sqrt};
+
+  // y = d / std, d * reciprocal(std) or d * (1 / std).
+  if (normalize->op() == "div") {
+    if (normalize->input(0) != d || normalize->input(1) != std_dev ||
+        !has_single_use(graph, std_dev))
+      return std::nullopt;
+  } else if (normalize->op() == "mul") {
+    Value *inverse = other_input(normalize, d);
+    Node *inv = sole_producer_if(graph, inverse, "reciprocal");
+    if (!inv) {
+      inv = sole_producer_if(graph, inverse, "div");
+      if (inv && !near(inv->input(0), 1.0)) inv = nullptr;
+    }
+    if (!inv || inv->inputs().back() != std_dev || !has_single_use(graph, std_dev))
+      return std::nullopt;
+    m.nodes.push_back(inv);
+  } else {
+    return std::nullopt;
+  }
+  m.nodes.push_back(normalize);
+  m.y = normalize->output();
+  if (!same_type(m.y, m.x)) return std::nullopt;
+
+  // Optional affine part: each step must keep x's shape (the parameter broadcasts into x).
+  if (Node *times = sole_user_if(graph, m.y, "mul")) {
+    Value *gamma = other_input(times, m.y);
+    if (gamma && same_type(times->output(), m.x)) {
+      m.scale = gamma;
+      m.nodes.push_back(times);
+      m.y = times->output();
+    }
+  }
+  if (Node *plus = sole_user_if(graph, m.y, "add")) {
+    Value *beta = other_input(plus, m.y);
+    if (beta && same_type(plus->output(), m.x)) {
+      m.bias = beta;
+      m.nodes.push_back(plus);
+      m.y = plus->output();
+    }
+  }
+  if (!m.scale) {  // layer_norm needs a scale: ones over the normalized dims
+    const Shape &s = m.x->shape();
+    for (size_t i = m.axis; i < s.rank(); ++i)
+      if (s[i] == kUnknownDim) return std::nullopt;
+    if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
+  }
+  return m;
+}
+
+Tensor ones(const Shape &shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == DType::Float32)
+      t.data<float>()[i] = 1.0f;
+    else
+      t.data<double>()[i] = 1.0;
+  }
+  return t;
+}
+
+class RecognizeLayerNorm final : public Pass {
  public:
   std::string_view name() const override { return "recognize_layer_norm"; }
-  bool run(Graph &, PassContext &) override { return false; }
+
+  bool run(Graph &graph, PassContext &ctx) override {
+    bool changed = false;
+    std::unordered_set<const Node *> removed;
+    // Each match is applied before the next is sought: a rewrite can replace the x of a later one.
+    for (Node *node : graph.topological_order()) {
+      if (removed.count(node) || node->op() != "sub") continue;
+      std::optional<LayerNormMatch> m = match_layer_norm(graph, node);
+      if (!m) continue;
+      // Skip patterns already left dead by another pass: replacing them gains nothing.
+      if (m->y->users().empty() && !is_graph_output(graph, m->y)) continue;
+      const std::string name = graph.fresh_name(m->y->producer()->name());
+      Value *scale = m->scale;
+      if (!scale) {
+        const Shape &s = m->x->shape();
+        std::vector<int64_t> dims(s.dims().begin() + std::ptrdiff_t(m->axis), s.dims().end());
+        scale = graph.add_constant(graph.fresh_name(name + "_scale"),
+                                   ones(Shape(std::move(dims)), m->x->dtype()));
+      }
+      std::vector<Value *> inputs = {m->x, scale};
+      if (m->bias) inputs.push_back(m->bias);
+      Node *ln = graph.add_node("layer_norm", inputs,
+                                {{"axis", int64_t(m->axis)}, {"epsilon", m->epsilon}}, name);
+      graph.replace_all_uses(m->y, ln->output(0));
+      std::string names;
+      for (const Node *n : m->nodes)
+        names += str(names.empty() ? "" : ", ", n->op(), " '", n->name(), "'");
+      ctx.note("recognized layer norm over axis ", m->axis, " (", names, ") -> layer_norm '",
+               ln->name(), "'");
+      // The matched nodes are dead now; removing them here keeps a second run from matching them.
+      for (auto it = m->nodes.rbegin(); it != m->nodes.rend(); ++it) {
+        removed.insert(*it);
+        graph.remove_node(*it);
+      }
+      changed = true;
+    }
+    return changed;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> make_recognize_layer_norm() {
-  return std::make_unique<Placeholder>();
+  return std::make_unique<RecognizeLayerNorm>();
 }
 
 }  // namespace lumen

@@ -1,0 +1,385 @@
+// The pattern passes: fuse_elementwise_chain, recognize_gelu and recognize_layer_norm. Each
+// positive case checks the rewrite, its note and that the optimized graph computes what the
+// original did; each negative case checks that a near-miss is left alone.
+#include <cmath>
+#include <numbers>
+
+#include "pass_test_util.h"
+
+namespace lumen::testing {
+namespace {
+
+Value *scalar(Graph &g, float v, const Shape &shape = Shape{}) {
+  return g.add_constant(
+      g.fresh_name("c"),
+      Tensor::from_vector<float>(shape, std::vector<float>(size_t(shape.numel()), v)));
+}
+
+Value *ints(Graph &g, std::vector<int64_t> values) {
+  const auto n = int64_t(values.size());
+  return g.add_constant(g.fresh_name("axes"), Tensor::from_vector<int64_t>({n}, values));
+}
+
+bool contains(const std::vector<std::string> &notes, const std::string &needle) {
+  for (const auto &n : notes)
+    if (n.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+// --- fuse_elementwise_chain ----------------------------------------------------------------------
+
+TEST(FuseElementwiseChain, FusesAChainWithScalarAndFullOperands) {
+  Graph g;
+  Value *x = g.add_input("x", {4, 300});
+  Value *bias = g.add_input("bias", {4, 300});
+  Value *a = g.add_op("mul", {x, scalar(g, 1.5f)}, {}, "a");
+  Value *b = g.add_op("add", {a, bias}, {}, "b");
+  Value *c = g.add_op("relu", {b}, {}, "c");
+  Value *d = g.add_op("sub", {scalar(g, 1.0f, {1}), c}, {}, "d");  // running value on the right
+  g.mark_output(d);
+  const Graph original = g.clone();
+
+  auto pass = make_fuse_elementwise_chain();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(
+      notes[0].find("fused 4 nodes (mul 'a', add 'b', relu 'c', sub 'd') -> fused_elementwise"),
+      std::string::npos)
+      << notes[0];
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"fused_elementwise", 1}}));
+  EXPECT_EQ(g.outputs()[0]->name(), "d");
+  const Node *fused = g.outputs()[0]->producer();
+  EXPECT_EQ(fused->input(0), x);
+  EXPECT_EQ(fused->attrs().get_ints("running_right", {}), (std::vector<int64_t>{0, 0, 0, 1}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({4, 300}, 1), random_tensor({4, 300}, 2)}));
+}
+
+TEST(FuseElementwiseChain, ScalarOnTheLeftOfTheFirstStepMakesXTheMainInput) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 5}, DType::Float64);
+  Value *two = g.add_constant("two", Tensor::from_vector<double>({}, {2.0}));
+  Value *a = g.add_op("div", {two, x});
+  g.mark_output(g.add_op("exp", {a}));
+  const Graph original = g.clone();
+  auto pass = make_fuse_elementwise_chain();
+  run_pass(*pass, g);
+  const Node *fused = g.outputs()[0]->producer();
+  ASSERT_EQ(fused->op(), "fused_elementwise");
+  EXPECT_EQ(fused->input(0), x);
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({2, 5}, 3, 0.5, 2, DType::Float64)}));
+}
+
+TEST(FuseElementwiseChain, StopsAtAnIntermediateWithASecondUser) {
+  Graph g;
+  Value *x = g.add_input("x", {8, 16});
+  Value *a = g.add_op("relu", {x}, {}, "a");
+  Value *b = g.add_op("sigmoid", {a}, {}, "b");
+  Value *c = g.add_op("tanh", {b}, {}, "c");
+  g.mark_output(c);
+  g.mark_output(g.add_op("add", {a, x}, {}, "other_user"));
+  const Graph original = g.clone();
+  auto pass = make_fuse_elementwise_chain();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("fused 2 nodes (sigmoid 'b', tanh 'c')"), std::string::npos) << notes[0];
+  EXPECT_EQ(op_counts(g),
+            (std::map<std::string, int>{{"relu", 1}, {"add", 1}, {"fused_elementwise", 1}}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({8, 16}, 4)}));
+}
+
+TEST(FuseElementwiseChain, StopsAtAnOperandThatBroadcasts) {
+  Graph g;
+  Value *x = g.add_input("x", {4, 8});
+  Value *a = g.add_op("relu", {x}, {}, "a");
+  Value *b = g.add_op("add", {a, g.add_weight("row_bias", {8})}, {}, "b");  // [8] into [4, 8]
+  Value *c = g.add_op("exp", {b}, {}, "c");
+  g.mark_output(g.add_op("neg", {c}, {}, "d"));
+  const Graph original = g.clone();
+  auto pass = make_fuse_elementwise_chain();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("fused 2 nodes (exp 'c', neg 'd')"), std::string::npos) << notes[0];
+  EXPECT_EQ(op_counts(g),
+            (std::map<std::string, int>{{"relu", 1}, {"add", 1}, {"fused_elementwise", 1}}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({4, 8}, 5)}));
+}
+
+TEST(FuseElementwiseChain, LeavesLoneStepsBroadcastsAndIntegersAlone) {
+  Graph g;
+  Value *x = g.add_input("x", {4, 1});
+  Value *y = g.add_input("y", {1, 5});
+  Value *sum = g.add_op("add", {x, y});  // broadcasts both ways: not a step
+  g.mark_output(g.add_op("relu", {sum}));
+  Value *i = g.add_input("i", {6}, DType::Int32);
+  g.mark_output(g.add_op("relu", {g.add_op("neg", {i})}));  // integers: not fused
+  auto pass = make_fuse_elementwise_chain();
+  run_pass(*pass, g, /*changed=*/false);
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"add", 1}, {"relu", 2}, {"neg", 1}}));
+}
+
+TEST(FuseElementwiseChain, TwoChainsMeetingInABinaryStep) {
+  Graph g;
+  Value *x = g.add_input("x", {3, 10});
+  Value *y = g.add_input("y", {3, 10});
+  Value *left = g.add_op("sigmoid", {g.add_op("relu", {x}, {}, "r")}, {}, "s");
+  Value *right = g.add_op("exp", {g.add_op("tanh", {y}, {}, "t")}, {}, "e");
+  g.mark_output(g.add_op("neg", {g.add_op("sub", {left, right}, {}, "diff")}, {}, "n"));
+  const Graph original = g.clone();
+  auto pass = make_fuse_elementwise_chain();
+  const auto notes = run_pass(*pass, g);
+  EXPECT_EQ(notes.size(), 2u);
+  EXPECT_TRUE(contains(notes, "fused 4 nodes (relu 'r', sigmoid 's', sub 'diff', neg 'n')"));
+  EXPECT_TRUE(contains(notes, "fused 2 nodes (tanh 't', exp 'e')"));
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"fused_elementwise", 2}}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({3, 10}, 6), random_tensor({3, 10}, 7)}));
+}
+
+// --- recognize_gelu ------------------------------------------------------------------------------
+
+enum class Grouping { XTimesAThenHalf, HalfXThenTimesA, AHalfThenTimesX };
+
+// x * 0.5 * (1 + erf(x / sqrt(2))) in the given grouping; `scale_by_mul` writes x * (1/sqrt(2)).
+Value *erf_gelu(Graph &g, Value *x, Grouping grouping, bool scale_by_mul, float half = 0.5f,
+                float sqrt2 = 1.4142135f, const std::string &prefix = "") {
+  Value *scaled = scale_by_mul ? g.add_op("mul", {scalar(g, 0.70710678f), x}, {}, prefix + "scale")
+                               : g.add_op("div", {x, scalar(g, sqrt2)}, {}, prefix + "scale");
+  Value *a = g.add_op("add", {g.add_op("erf", {scaled}, {}, prefix + "erf"), scalar(g, 1.0f)}, {},
+                      prefix + "plus1");
+  switch (grouping) {
+    case Grouping::XTimesAThenHalf:
+      return g.add_op("mul", {g.add_op("mul", {x, a}), scalar(g, half)}, {}, prefix + "gelu_out");
+    case Grouping::HalfXThenTimesA:
+      return g.add_op("mul", {g.add_op("mul", {scalar(g, half), x}), a}, {}, prefix + "gelu_out");
+    case Grouping::AHalfThenTimesX:
+      return g.add_op("mul", {x, g.add_op("mul", {a, scalar(g, half)})}, {}, prefix + "gelu_out");
+  }
+  return nullptr;
+}
+
+TEST(RecognizeGelu, ExactErfFormInEveryOrdering) {
+  for (Grouping grouping :
+       {Grouping::XTimesAThenHalf, Grouping::HalfXThenTimesA, Grouping::AHalfThenTimesX}) {
+    for (bool scale_by_mul : {false, true}) {
+      SCOPED_TRACE(str("grouping ", int(grouping), ", scale_by_mul ", scale_by_mul));
+      Graph g;
+      Value *x = g.add_input("x", {3, 50});
+      g.mark_output(erf_gelu(g, x, grouping, scale_by_mul));
+      const Graph original = g.clone();
+      auto pass = make_recognize_gelu();
+      const auto notes = run_pass(*pass, g);
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_NE(notes[0].find("erf 'erf'"), std::string::npos) << notes[0];
+      EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"gelu", 1}}));
+      EXPECT_EQ(g.outputs()[0]->name(), "gelu_out");
+      EXPECT_EQ(g.outputs()[0]->producer()->attrs().get_string("approximate", ""), "none");
+      EXPECT_TRUE(same_outputs(original, g, {random_tensor({3, 50}, 8, -4, 4)}));
+    }
+  }
+}
+
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+Value *tanh_gelu(Graph &g, Value *x, bool use_pow, float k = 0.7978845608f) {
+  Value *cube = use_pow ? g.add_op("pow", {x, scalar(g, 3.0f)})
+                        : g.add_op("mul", {x, g.add_op("mul", {x, x})});
+  Value *inner = g.add_op("add", {g.add_op("mul", {scalar(g, 0.044715f), cube}), x});
+  Value *t = g.add_op("tanh", {g.add_op("mul", {inner, scalar(g, k)})}, {}, "tanh");
+  Value *a = g.add_op("add", {scalar(g, 1.0f), t});
+  return g.add_op("mul", {g.add_op("mul", {x, scalar(g, 0.5f)}), a}, {}, "gelu_out");
+}
+
+TEST(RecognizeGelu, TanhApproximationWithPowOrProducts) {
+  for (bool use_pow : {true, false}) {
+    SCOPED_TRACE(use_pow ? "pow" : "x*x*x");
+    Graph g;
+    Value *x = g.add_input("x", {4, 40});
+    g.mark_output(tanh_gelu(g, x, use_pow));
+    const Graph original = g.clone();
+    auto pass = make_recognize_gelu();
+    const auto notes = run_pass(*pass, g);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("tanh gelu"), std::string::npos) << notes[0];
+    EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"gelu", 1}}));
+    EXPECT_EQ(g.outputs()[0]->producer()->attrs().get_string("approximate", ""), "tanh");
+    EXPECT_TRUE(same_outputs(original, g, {random_tensor({4, 40}, 9, -4, 4)}));
+  }
+}
+
+TEST(RecognizeGelu, TwoGelusInARowBothRecognized) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 8});
+  Value *first = erf_gelu(g, x, Grouping::XTimesAThenHalf, false, 0.5f, 1.4142135f, "g1_");
+  g.mark_output(erf_gelu(g, first, Grouping::HalfXThenTimesA, true, 0.5f, 1.4142135f, "g2_"));
+  const Graph original = g.clone();
+  auto pass = make_recognize_gelu();
+  EXPECT_EQ(run_pass(*pass, g).size(), 2u);
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"gelu", 2}}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({2, 8}, 10, -3, 3)}));
+}
+
+TEST(RecognizeGelu, WrongConstantsAreNotGelu) {
+  auto unchanged = [](auto build) {
+    Graph g;
+    Value *x = g.add_input("x", {3, 5});
+    g.mark_output(build(g, x));
+    auto pass = make_recognize_gelu();
+    run_pass(*pass, g, /*changed=*/false);
+    EXPECT_EQ(op_counts(g).count("gelu"), 0u);
+  };
+  unchanged([](Graph &g, Value *x) {
+    return erf_gelu(g, x, Grouping::XTimesAThenHalf, false, /*half=*/0.6f);
+  });
+  unchanged([](Graph &g, Value *x) {
+    return erf_gelu(g, x, Grouping::HalfXThenTimesA, false, 0.5f, /*sqrt2=*/1.5f);
+  });
+  // Within 1e-4 relative is still accepted, so just past it must not be.
+  unchanged([](Graph &g, Value *x) {
+    return erf_gelu(g, x, Grouping::AHalfThenTimesX, false, 0.5f, 1.4142135f * 1.0002f);
+  });
+  unchanged([](Graph &g, Value *x) { return tanh_gelu(g, x, true, /*k=*/0.75f); });
+}
+
+TEST(RecognizeGelu, IntermediateWithAnotherUserIsKept) {
+  Graph g;
+  Value *x = g.add_input("x", {3, 5});
+  g.mark_output(erf_gelu(g, x, Grouping::XTimesAThenHalf, false));
+  g.mark_output(g.find_value("erf"));  // the erf output is needed on its own
+  auto pass = make_recognize_gelu();
+  run_pass(*pass, g, /*changed=*/false);
+  EXPECT_EQ(op_counts(g).count("gelu"), 0u);
+}
+
+// --- recognize_layer_norm ------------------------------------------------------------------------
+
+struct LayerNormOptions {
+  std::vector<int64_t> axes = {-1};
+  bool axes_as_input = false;
+  bool square_by_pow = false;
+  enum { Div, Reciprocal, OneOver } normalize = Div;
+  bool gamma = true;
+  bool beta = true;
+};
+
+Value *layer_norm_by_hand(Graph &g, Value *x, const LayerNormOptions &o) {
+  auto mean_of = [&](Value *v, const std::string &name) {
+    if (o.axes_as_input) return g.add_op("reduce_mean", {v, ints(g, o.axes)}, {}, name);
+    return g.add_op("reduce_mean", {v}, {{"axes", o.axes}, {"keepdims", int64_t(1)}}, name);
+  };
+  Value *d = g.add_op("sub", {x, mean_of(x, "mean")}, {}, "d");
+  Value *sq = o.square_by_pow ? g.add_op("pow", {d, scalar(g, 2.0f)}) : g.add_op("mul", {d, d});
+  Value *std_dev = g.add_op("sqrt", {g.add_op("add", {scalar(g, 1e-5f), mean_of(sq, "var")})});
+  Value *y = nullptr;
+  switch (o.normalize) {
+    case LayerNormOptions::Div:
+      y = g.add_op("div", {d, std_dev}, {}, "normalized");
+      break;
+    case LayerNormOptions::Reciprocal:
+      y = g.add_op("mul", {d, g.add_op("reciprocal", {std_dev})}, {}, "normalized");
+      break;
+    case LayerNormOptions::OneOver:
+      y = g.add_op("mul", {g.add_op("div", {scalar(g, 1.0f), std_dev}), d}, {}, "normalized");
+      break;
+  }
+  const int64_t last = x->shape()[x->shape().rank() - 1];
+  if (o.gamma) y = g.add_op("mul", {g.add_weight("gamma", {last}), y}, {}, "scaled");
+  if (o.beta) y = g.add_op("add", {y, g.add_weight("beta", {last})}, {}, "shifted");
+  return y;
+}
+
+void expect_layer_norm(const LayerNormOptions &o, const Shape &shape, int64_t axis) {
+  Graph g;
+  Value *x = g.add_input("x", shape);
+  g.mark_output(layer_norm_by_hand(g, x, o));
+  const Graph original = g.clone();
+  auto pass = make_recognize_layer_norm();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("reduce_mean 'mean', sub 'd'"), std::string::npos) << notes[0];
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"layer_norm", 1}}));
+  const Node *ln = g.outputs()[0]->producer();
+  EXPECT_EQ(ln->attrs().get_int("axis", -100), axis);
+  EXPECT_NEAR(ln->attrs().get_float("epsilon", 0), 1e-5, 1e-9);
+  EXPECT_EQ(ln->inputs().size(), o.beta ? 3u : 2u);
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor(shape, 11, -3, 3)}, 1e-4, 1e-5));
+}
+
+TEST(RecognizeLayerNorm, LastAxisWithGammaAndBeta) {
+  expect_layer_norm({}, {2, 5, 16}, 2);
+}
+
+TEST(RecognizeLayerNorm, LastTwoAxesGivenAsInputWithPowAndReciprocal) {
+  expect_layer_norm({.axes = {1, 2},
+                     .axes_as_input = true,
+                     .square_by_pow = true,
+                     .normalize = LayerNormOptions::Reciprocal,
+                     .gamma = false,
+                     .beta = false},
+                    {3, 4, 6}, 1);
+}
+
+TEST(RecognizeLayerNorm, OneOverStdWithGammaOnly) {
+  expect_layer_norm({.normalize = LayerNormOptions::OneOver, .beta = false}, {7, 12}, 1);
+}
+
+TEST(RecognizeLayerNorm, BetaWithoutGammaGetsAScaleOfOnes) {
+  expect_layer_norm({.axes = {-2, -1}, .gamma = false}, {2, 3, 8}, 1);
+}
+
+TEST(RecognizeLayerNorm, NonLastAxisIsLeftAlone) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 5, 16});
+  g.mark_output(layer_norm_by_hand(g, x, {.axes = {1}, .gamma = false, .beta = false}));
+  auto pass = make_recognize_layer_norm();
+  run_pass(*pass, g, /*changed=*/false);
+  EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
+}
+
+TEST(RecognizeLayerNorm, CenteredValueWithAnotherUserIsLeftAlone) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 16});
+  g.mark_output(layer_norm_by_hand(g, x, {}));
+  g.mark_output(g.add_op("relu", {g.find_value("d")}));
+  auto pass = make_recognize_layer_norm();
+  run_pass(*pass, g, /*changed=*/false);
+  EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
+}
+
+TEST(RecognizeLayerNorm, DifferentAxesForMeanAndVarianceAreLeftAlone) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 3, 4});
+  Value *mean = g.add_op("reduce_mean", {x}, {{"axes", std::vector<int64_t>{-1}}});
+  Value *d = g.add_op("sub", {x, mean});
+  Value *var =
+      g.add_op("reduce_mean", {g.add_op("mul", {d, d})}, {{"axes", std::vector<int64_t>{-2, -1}}});
+  Value *std_dev = g.add_op("sqrt", {g.add_op("add", {var, scalar(g, 1e-5f)})});
+  g.mark_output(g.add_op("div", {d, std_dev}));
+  auto pass = make_recognize_layer_norm();
+  run_pass(*pass, g, /*changed=*/false);
+  EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
+}
+
+// --- the pipeline --------------------------------------------------------------------------------
+
+TEST(PatternPipeline, DecomposedLayerNormAndGeluBecomeOpsThenTheTailFuses) {
+  // layer norm by hand -> gelu by hand -> * 2 -> + 1, all decomposed as an exporter writes them.
+  Graph g;
+  Value *x = g.add_input("x", {2, 6, 32});
+  Value *normalized = layer_norm_by_hand(g, x, {});
+  Value *act = erf_gelu(g, normalized, Grouping::HalfXThenTimesA, false);
+  Value *tail = g.add_op("add", {g.add_op("mul", {act, scalar(g, 2.0f)}), scalar(g, 1.0f)});
+  g.mark_output(tail);
+  const std::string output_name = tail->name();
+  Graph optimized = g.clone();
+  const OptimizeReport report = optimized.optimize(2);
+  EXPECT_EQ(op_counts(optimized),
+            (std::map<std::string, int>{{"layer_norm", 1}, {"fused_elementwise", 1}}))
+      << report.to_string();
+  const Node *fused = optimized.outputs()[0]->producer();
+  ASSERT_EQ(fused->op(), "fused_elementwise");
+  EXPECT_EQ(std::get<std::vector<std::string>>(fused->attrs().items().at("ops")),
+            (std::vector<std::string>{"gelu", "mul", "add"}));
+  EXPECT_EQ(optimized.outputs()[0]->name(), output_name);
+  EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({2, 6, 32}, 12, -3, 3)}, 1e-4, 1e-5));
+}
+
+}  // namespace
+}  // namespace lumen::testing
