@@ -1,19 +1,93 @@
-// PLACEHOLDER: being written.
+// matmul -> add(bias), where the matmul's output feeds only the add:
+//   - A and B 2-D, the bias broadcasting to [M, N] the way Gemm's C does ([N], [1, N], [M, N],
+//     [M, 1], [1], scalar): gemm(A, B, bias);
+//   - otherwise (batched operands, e.g. transformer activations [batch, seq, hidden] @ [hidden, N])
+//     with a 1-D bias [N] along the last dim: fused_matmul(A, B, bias), no activation yet.
+// The bias may be any value (not only a constant): both ops take it as a run-time input.
 #include "graph/passes/pass.h"
+#include "graph/passes/pattern.h"
 
 namespace lumen {
 namespace {
 
-class Placeholder final : public Pass {
+// Whether a dim of the bias provably broadcasts to an output dim.
+bool broadcasts_to(int64_t bias_dim, int64_t out_dim) {
+  return bias_dim == 1 || (bias_dim != kUnknownDim && bias_dim == out_dim);
+}
+
+// Gemm's C: rank <= 2, each dim 1 or equal to the output's ([M, N]).
+bool fits_gemm_c(const Value *bias, const Shape &out) {
+  const Shape &c = bias->shape();
+  if (c.rank() > 2) return false;
+  for (size_t i = 0; i < c.rank(); ++i)
+    if (!broadcasts_to(c[i], out[2 - c.rank() + i])) return false;
+  return true;
+}
+
+bool is_bias_along_last_dim(const Value *bias, const Shape &out) {
+  const Shape &b = bias->shape();
+  return out.rank() >= 1 && b.rank() == 1 && b[0] != kUnknownDim && b[0] == out[out.rank() - 1];
+}
+
+struct Match {
+  Node *matmul = nullptr;
+  Value *bias = nullptr;
+  const char *op = nullptr;  // "gemm" or "fused_matmul"
+};
+
+Match match(const Graph &graph, Node *add) {
+  for (size_t i = 0; i < 2; ++i) {
+    Node *matmul = producer_if(add->input(i), "matmul");
+    Value *bias = add->input(1 - i);
+    if (!matmul || !has_single_use(graph, matmul->output())) continue;
+    const Value *a = matmul->input(0), *b = matmul->input(1), *y = matmul->output();
+    if (!a->has_shape() || !b->has_shape() || !y->has_shape() || !bias->has_shape()) continue;
+    if (bias->dtype() != y->dtype() || add->output()->dtype() != y->dtype()) continue;
+    if (a->shape().rank() == 2 && b->shape().rank() == 2) {
+      if (fits_gemm_c(bias, y->shape())) return {matmul, bias, "gemm"};
+      continue;
+    }
+    // fused_matmul: float32/float64 only, and B must give the last dim (not a 1-D vector).
+    const bool float_dtype = y->dtype() == DType::Float32 || y->dtype() == DType::Float64;
+    if (float_dtype && b->shape().rank() >= 2 && a->shape().rank() >= 2 &&
+        is_bias_along_last_dim(bias, y->shape()))
+      return {matmul, bias, "fused_matmul"};
+  }
+  return {};
+}
+
+class MatmulAddToGemm final : public Pass {
  public:
   std::string_view name() const override { return "matmul_add_to_gemm"; }
-  bool run(Graph &, PassContext &) override { return false; }
+
+  bool run(Graph &graph, PassContext &ctx) override {
+    bool changed = false;
+    for (Node *add : graph.topological_order()) {
+      if (add->op() != "add") continue;
+      const Match m = match(graph, add);
+      if (!m.matmul) continue;
+      Value *fused = graph.add_op(m.op, {m.matmul->input(0), m.matmul->input(1), m.bias}, {},
+                                  graph.fresh_name(m.matmul->name()));
+      if (!graph.can_replace(add->output(), fused)) {
+        graph.remove_node(fused->producer());
+        continue;
+      }
+      ctx.note("matmul '", m.matmul->name(), "' + add '", add->name(), "' -> ", m.op, " '",
+               fused->producer()->name(), "'");
+      graph.replace_all_uses(add->output(), fused);
+      // Both are dead now; removing them here keeps a second run from matching them again.
+      graph.remove_node(add);
+      graph.remove_node(m.matmul);
+      changed = true;
+    }
+    return changed;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> make_matmul_add_to_gemm() {
-  return std::make_unique<Placeholder>();
+  return std::make_unique<MatmulAddToGemm>();
 }
 
 }  // namespace lumen

@@ -1,14 +1,20 @@
-// CPU conv2d. General case: im2col + one GEMM per (image, group), on BLAS. A 1x1 / stride-1 /
-// unpadded conv is a GEMM on the input as it lies. Convs with one input channel per group
-// (depthwise) run as direct loops, where im2col would only add copying to a tiny GEMM.
+// CPU conv2d and fused_conv. General case: im2col + one GEMM per (image, group), on BLAS. A 1x1 /
+// stride-1 / unpadded conv is a GEMM on the input as it lies. Convs with one input channel per
+// group (depthwise) run as direct loops, where im2col would only add copying to a tiny GEMM.
 //
 // Threading: with at least as many (image, group) items as threads and a small im2col buffer,
 // each thread takes whole items (single-threaded BLAS inside); otherwise the items run one after
 // another with im2col rows and the GEMM split over the pool.
+//
+// fused_conv adds a residual and an activation (backends/common/epilogue.h) to each output block
+// right after it is computed: per output plane for depthwise convs, per block of output columns
+// (all of the group's channels) after its GEMM otherwise, so the epilogue reads a block still in
+// cache instead of making a second pass over the tensor.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "backends/common/epilogue.h"
 #include "backends/cpu/blas.h"
 #include "core/kernel.h"
 
@@ -90,8 +96,9 @@ void direct_plane(const ConvParams &p, const T *xc, const T *wm, T bias, T *y) {
     }
 }
 
+// conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
 template <class T>
-void conv2d(KernelContext &ctx) {
+void conv2d_with_epilogue(KernelContext &ctx, const T *residual, const Epilogue<T> &epilogue) {
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
   const Tensor &ty = ctx.output(0);
   const auto strides = ctx.attrs.get_ints("strides", {1, 1});
@@ -114,6 +121,7 @@ void conv2d(KernelContext &ctx) {
   const T *w = tw.data<T>();
   const T *bias = ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr;
   T *y = ty.data<T>();
+  const bool has_epilogue = residual || epilogue.has_activation();
   const int64_t in_plane = checked_mul(p.h, p.w), out_plane = checked_mul(p.oh, p.ow);
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
   const int64_t kernel_area = p.kh * p.kw;
@@ -128,6 +136,9 @@ void conv2d(KernelContext &ctx) {
         const int64_t n = q / p.m, m = q % p.m;
         direct_plane(p, x + (n * p.c + m / p.mg) * in_plane, w + m * kernel_area,
                      bias ? bias[m] : T(0), y + q * out_plane);
+        if (has_epilogue)
+          epilogue.apply(y + q * out_plane, out_plane, nullptr,
+                         residual ? residual + q * out_plane : nullptr);
       }
     });
     return;
@@ -143,9 +154,10 @@ void conv2d(KernelContext &ctx) {
     const int64_t n = item / p.group, g = item % p.group;
     const T *xg = x + (n * p.c + g * p.cg) * in_plane;
     T *yg = y + (n * p.m + g * p.mg) * out_plane;
-    if (bias)
+    const T *bg = bias ? bias + g * p.mg : nullptr;
+    if (bg && !has_epilogue)
       for (int64_t m = 0; m < p.mg; ++m)
-        std::fill(yg + m * out_plane, yg + (m + 1) * out_plane, bias[g * p.mg + m]);
+        std::fill(yg + m * out_plane, yg + (m + 1) * out_plane, bg[m]);
     const T *b = xg;
     if (!pointwise) {
       if (threaded) {
@@ -159,11 +171,29 @@ void conv2d(KernelContext &ctx) {
     }
     const T *wg = w + g * p.mg * k;
     const T beta = bias ? T(1) : T(0);
-    if (threaded)
+    if (has_epilogue) {
+      // Blocks of output columns across the group's mg channels: bias, GEMM and epilogue one
+      // block at a time, so each block is written, accumulated and finished while in cache.
+      const T *zg = residual ? residual + (yg - y) : nullptr;
+      const int64_t block = std::max<int64_t>(
+          64, kEpilogueBlockBytes / static_cast<int64_t>(sizeof(T) * static_cast<size_t>(p.mg)));
+      const int64_t parts = threaded ? gemm_parts(ctx.pool, p.mg, out_plane, k) : 1;
+      for_each_output_block(&ctx.pool, out_plane, block, parts, [&](int64_t j0, int64_t j1) {
+        if (bg)
+          for (int64_t m = 0; m < p.mg; ++m)
+            std::fill(yg + m * out_plane + j0, yg + m * out_plane + j1, bg[m]);
+        blas::gemm(false, false, p.mg, j1 - j0, k, T(1), wg, k, b + j0, out_plane, beta, yg + j0,
+                   out_plane);
+        for (int64_t m = 0; m < p.mg; ++m)
+          epilogue.apply(yg + m * out_plane + j0, j1 - j0, nullptr,
+                         zg ? zg + m * out_plane + j0 : nullptr);
+      });
+    } else if (threaded) {
       blas::parallel_gemm(ctx.pool, false, false, p.mg, out_plane, k, T(1), wg, k, b, out_plane,
                           beta, yg, out_plane);
-    else
+    } else {
       blas::gemm(false, false, p.mg, out_plane, k, T(1), wg, k, b, out_plane, beta, yg, out_plane);
+    }
   };
 
   // Per-thread im2col buffers are only worth it while they stay small.
@@ -181,8 +211,25 @@ void conv2d(KernelContext &ctx) {
   }
 }
 
+template <class T>
+void conv2d(KernelContext &ctx) {
+  conv2d_with_epilogue<T>(ctx, nullptr, Epilogue<T>());
+}
+
+// fused_conv(x, w, b?, z?): act(conv2d(x, w) + b + z).
+template <class T>
+void fused_conv(KernelContext &ctx) {
+  const Tensor *z = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (z && z->shape() != ctx.output(0).shape())
+    ctx.fail("residual z ", z->shape().to_string(), " does not match the output ",
+             ctx.output(0).shape().to_string());
+  conv2d_with_epilogue<T>(ctx, z ? z->data<T>() : nullptr, Epilogue<T>(ctx));
+}
+
 LUMEN_REGISTER_KERNEL("cpu", "conv2d", conv2d<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "conv2d", conv2d<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "fused_conv", fused_conv<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "fused_conv", fused_conv<double>, DType::Float64);
 
 }  // namespace
 }  // namespace lumen

@@ -1,0 +1,166 @@
+// The epilogue of the fused ops (fused_conv, fused_gemm, fused_matmul): y = act(y + bias +
+// residual) over a contiguous block of outputs, applied by a kernel right after it computed that
+// block, so the block is still in cache. Shared by the reference and CPU kernels so both apply the
+// same formula; the list of fusable activations is shared with the op's inference and the passes.
+//
+// The activation is chosen once per kernel call (a variant of the functors in
+// activation_functors.h, built from the node's "activation_*" attributes); each block dispatches
+// on it once and then runs a loop specialized for that functor.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+
+#include "backends/common/activation_functors.h"
+#include "core/kernel.h"
+#include "core/thread_pool.h"
+
+namespace lumen {
+
+// An activation a fused op can apply: its op name (also the value of the "activation" attribute)
+// and the names of its own attributes, which the fused node carries as "activation_<name>".
+struct EpilogueActivation {
+  std::string_view name;
+  std::array<std::string_view, 2> params;  // "" for unused slots
+};
+
+inline constexpr std::array<EpilogueActivation, 9> kEpilogueActivations = {{
+    {"relu", {}},
+    {"leaky_relu", {"alpha"}},
+    {"clip", {"min", "max"}},
+    {"sigmoid", {}},
+    {"silu", {}},
+    {"tanh", {}},
+    {"gelu", {"approximate"}},
+    {"hard_swish", {}},
+    {"hard_sigmoid", {"alpha", "beta"}},
+}};
+
+inline constexpr std::string_view kActivationPrefix = "activation_";
+
+// nullptr when `name` is not an activation the fused ops can apply.
+inline const EpilogueActivation *find_epilogue_activation(std::string_view name) {
+  for (const EpilogueActivation &a : kEpilogueActivations)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+inline bool takes_param(const EpilogueActivation &activation, std::string_view param) {
+  return !param.empty() && std::find(activation.params.begin(), activation.params.end(), param) !=
+                               activation.params.end();
+}
+
+// "relu, leaky_relu, ..." for error messages.
+inline std::string epilogue_activation_names() {
+  std::string out;
+  for (const EpilogueActivation &a : kEpilogueActivations) {
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
+}
+
+// The activation's own attributes, un-prefixed: {activation_alpha=0.1} -> {alpha=0.1}.
+inline Attributes activation_attributes(const Attributes &fused) {
+  Attributes out;
+  for (const auto &[key, value] : fused.items())
+    if (key.starts_with(kActivationPrefix)) out.set(key.substr(kActivationPrefix.size()), value);
+  return out;
+}
+
+namespace act {
+template <class T>
+struct Identity {
+  T operator()(T x) const { return x; }
+};
+}  // namespace act
+
+template <class T>
+class Epilogue {
+ public:
+  // Reads "activation" and its "activation_*" attributes; the node's inference has validated
+  // them, so an unknown name here is an internal error, still reported with op and node.
+  explicit Epilogue(const KernelContext &ctx) : fn_(make(ctx)) {}
+  // No activation: for the unfused ops sharing a fused op's kernel.
+  Epilogue() = default;
+
+  bool has_activation() const { return fn_.index() != 0; }
+
+  // y[i] = act(y[i] + bias[i] + residual[i]) for i in [0, count); bias and residual may be
+  // nullptr. The additions happen in the order the unfused ops would do them.
+  void apply(T *y, int64_t count, const T *bias, const T *residual) const {
+    std::visit([&](const auto &f) { apply_block(f, y, count, bias, residual); }, fn_);
+  }
+
+ private:
+  using Fn = std::variant<act::Identity<T>, act::Relu<T>, act::LeakyRelu<T>, act::Clip<T>,
+                          act::Sigmoid<T>, act::Silu<T>, act::Tanh<T>, act::Gelu<T>,
+                          act::HardSwish<T>, act::HardSigmoid<T>>;
+
+  static Fn make(const KernelContext &ctx) {
+    const std::string name = ctx.attrs.get_string("activation", "");
+    if (name.empty()) return act::Identity<T>{};
+    const Attributes a = activation_attributes(ctx.attrs);
+    if (name == "relu") return act::Relu<T>(a);
+    if (name == "leaky_relu") return act::LeakyRelu<T>(a);
+    if (name == "clip") return act::Clip<T>(a);
+    if (name == "sigmoid") return act::Sigmoid<T>(a);
+    if (name == "silu") return act::Silu<T>(a);
+    if (name == "tanh") return act::Tanh<T>(a);
+    if (name == "gelu") return act::Gelu<T>(a);
+    if (name == "hard_swish") return act::HardSwish<T>(a);
+    if (name == "hard_sigmoid") return act::HardSigmoid<T>(a);
+    ctx.fail("unknown activation '", name, "'; expected one of ", epilogue_activation_names());
+  }
+
+  // One loop per (functor, operands present): the branches stay outside the element loop.
+  template <class F>
+  static void apply_block(const F &f, T *y, int64_t count, const T *bias, const T *residual) {
+    if (bias && residual) {
+      for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias[i] + residual[i]);
+    } else if (bias) {
+      for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias[i]);
+    } else if (residual) {
+      for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + residual[i]);
+    } else if constexpr (!std::is_same_v<F, act::Identity<T>>) {
+      for (int64_t i = 0; i < count; ++i) y[i] = f(y[i]);
+    }
+  }
+
+  Fn fn_;
+};
+
+// Output blocks a kernel computes and then finishes with the epilogue while they are in cache:
+// calls fn(begin, end) over [0, total) in blocks of at most `block` items. With a pool and
+// parts > 1 the range is first split into `parts` shares run in parallel, each walked block by
+// block on its thread.
+template <class Fn>
+void for_each_output_block(ThreadPool *pool, int64_t total, int64_t block, int64_t parts,
+                           const Fn &fn) {
+  block = std::max<int64_t>(block, 1);
+  auto walk = [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += block) fn(b, std::min(end, b + block));
+  };
+  if (!pool || parts <= 1 || total <= 1) {
+    walk(0, total);
+    return;
+  }
+  pool->parallel_for(total, (total + parts - 1) / parts, walk);
+}
+
+// How many threads a GEMM of m x n x k is worth: below ~128K multiply-adds per thread the split
+// costs more than it saves (the rule blas::parallel_gemm follows).
+inline int64_t gemm_parts(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
+  constexpr double kMinWorkPerPart = 128.0 * 1024.0;
+  const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  return std::max<int64_t>(1, std::min<int64_t>(pool.size(), int64_t(work / kMinWorkPerPart)));
+}
+
+// Bytes of output one block holds: small enough to stay in L2 between the GEMM and the epilogue.
+inline constexpr int64_t kEpilogueBlockBytes = 256 << 10;
+
+}  // namespace lumen

@@ -1,0 +1,415 @@
+// The fusion passes that create conv2d/gemm/fused_* nodes: fold_conv_batch_norm,
+// matmul_add_to_gemm, fuse_residual_add, fuse_bias_activation. Each positive case checks the op
+// counts after one run (run_pass also checks idempotence and verify()) and that the optimized graph
+// computes what the original did (float32: rtol/atol 1e-4). Negative cases check the pattern does
+// not fire. The pipeline cases (Conv+BN+ReLU, a ResNet basic block, a transformer MLP) run
+// Graph::optimize(2) and check the compiled steps.
+#include <string>
+#include <vector>
+
+#include "pass_test_util.h"
+
+namespace lumen {
+namespace {
+
+using testing::op_counts;
+using testing::random_tensor;
+using testing::run_pass;
+using testing::same_outputs;
+
+constexpr double kTol = 1e-4;
+using Ints = std::vector<int64_t>;
+
+Value *constant(Graph &g, const std::string &name, const Shape &shape, uint64_t seed,
+                double lo = -1, double hi = 1, DType dtype = DType::Float32) {
+  return g.add_constant(name, random_tensor(shape, seed, lo, hi, dtype));
+}
+
+// batch_norm over `x` with constant, non-trivial parameters for `channels` channels.
+Value *batch_norm(Graph &g, Value *x, int64_t channels, const std::string &name,
+                  uint64_t seed = 100) {
+  Value *scale = constant(g, name + "_scale", {channels}, seed, 0.5, 1.5);
+  Value *bias = constant(g, name + "_bias", {channels}, seed + 1);
+  Value *mean = constant(g, name + "_mean", {channels}, seed + 2);
+  Value *var = constant(g, name + "_var", {channels}, seed + 3, 0.2, 2.0);
+  return g.add_op("batch_norm", {x, scale, bias, mean, var}, {{"epsilon", 1e-3}}, name);
+}
+
+Attributes pads1() {
+  return {{"pads", Ints{1, 1, 1, 1}}};
+}
+
+// Runs `pass` on a copy of `before` and checks it computes the same outputs on `inputs`.
+Graph optimized_copy(const Graph &before, std::unique_ptr<Pass> pass,
+                     const std::vector<Tensor> &inputs, std::vector<std::string> *notes = nullptr) {
+  Graph after = before.clone();
+  auto n = run_pass(*pass, after);
+  if (notes) *notes = n;
+  EXPECT_TRUE(same_outputs(before, after, inputs, kTol, kTol));
+  return after;
+}
+
+// --- fold_conv_batch_norm ----------------------------------------------------------------------
+
+TEST(FoldConvBatchNormPass, FoldsWithAndWithoutConvBias) {
+  for (bool conv_bias : {true, false}) {
+    SCOPED_TRACE(conv_bias ? "conv bias" : "no conv bias");
+    Graph g;
+    Value *x = g.add_input("x", {2, 3, 7, 7});
+    Value *w = g.add_weight("w", {6, 3, 3, 3});
+    std::vector<Value *> conv_inputs = {x, w};
+    if (conv_bias) conv_inputs.push_back(g.add_weight("b", {6}));
+    Value *conv = g.add_op("conv2d", conv_inputs, pads1(), "conv1");
+    g.mark_output(batch_norm(g, conv, 6, "bn1"));
+    std::vector<std::string> notes;
+    Graph after =
+        optimized_copy(g, make_fold_conv_batch_norm(), {random_tensor({2, 3, 7, 7}, 7)}, &notes);
+    EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"conv2d", 1}}));
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("conv2d 'conv1' + batch_norm 'bn1' -> conv2d"), std::string::npos)
+        << notes[0];
+    EXPECT_EQ(after.outputs()[0]->name(), "bn1");  // graph output names are kept
+  }
+}
+
+TEST(FoldConvBatchNormPass, FoldsGroupedConvFloat64) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 4, 6, 6}, DType::Float64);
+  Value *w = constant(g, "w", {8, 2, 3, 3}, 1, -1, 1, DType::Float64);
+  Value *conv = g.add_op("conv2d", {x, w}, {{"group", int64_t{2}}}, "conv1");
+  Value *scale = constant(g, "s", {8}, 2, 0.5, 1.5, DType::Float64);
+  Value *beta = constant(g, "b", {8}, 3, -1, 1, DType::Float64);
+  Value *mean = constant(g, "m", {8}, 4, -1, 1, DType::Float64);
+  Value *var = constant(g, "v", {8}, 5, 0.5, 1.5, DType::Float64);
+  Value *bn = g.add_op("batch_norm", {conv, scale, beta, mean, var}, {}, "bn1");
+  g.mark_output(g.add_op("relu", {bn}));
+  Graph after = g.clone();
+  run_pass(*make_fold_conv_batch_norm(), after);
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"conv2d", 1}, {"relu", 1}}));
+  const Tensor input = random_tensor({1, 4, 6, 6}, 6, -1, 1, DType::Float64);
+  EXPECT_TRUE(same_outputs(g, after, {input}, 1e-10, 1e-10));
+}
+
+TEST(FoldConvBatchNormPass, DoesNotFoldConvWithSecondUser) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 5});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {4, 3, 3, 3})});
+  g.mark_output(batch_norm(g, conv, 4, "bn"));
+  g.mark_output(g.add_op("relu", {conv}));
+  run_pass(*make_fold_conv_batch_norm(), g, false);
+}
+
+TEST(FoldConvBatchNormPass, DoesNotFoldConvThatIsAGraphOutput) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 5});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {4, 3, 3, 3})});
+  g.mark_output(batch_norm(g, conv, 4, "bn"));
+  g.mark_output(conv);
+  run_pass(*make_fold_conv_batch_norm(), g, false);
+}
+
+TEST(FoldConvBatchNormPass, DoesNotFoldNonConstantParameters) {
+  // A batch_norm mean given at run time, and a conv weight given at run time.
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 5});
+  Value *mean = g.add_input("mean", {4});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {4, 3, 3, 3})});
+  g.mark_output(
+      g.add_op("batch_norm", {conv, constant(g, "s", {4}, 1, 0.5, 1), constant(g, "b", {4}, 2),
+                              mean, constant(g, "v", {4}, 3, 0.5, 1)}));
+  Value *w = g.add_input("w_runtime", {4, 3, 3, 3});
+  g.mark_output(batch_norm(g, g.add_op("conv2d", {x, w}), 4, "bn2"));
+  run_pass(*make_fold_conv_batch_norm(), g, false);
+}
+
+// --- matmul_add_to_gemm ------------------------------------------------------------------------
+
+TEST(MatmulAddToGemmPass, TwoDimensionalBiasShapesBecomeGemm) {
+  for (const Shape &bias_shape : {Shape{5}, Shape{1, 5}, Shape{3, 5}, Shape{3, 1}, Shape{}}) {
+    for (bool bias_first : {false, true}) {
+      SCOPED_TRACE(bias_shape.to_string() + (bias_first ? " bias first" : ""));
+      Graph g;
+      Value *a = g.add_input("a", {3, 4});
+      Value *b = g.add_weight("b", {4, 5});
+      Value *bias = g.add_input("bias", bias_shape);  // Gemm's C may be a run-time value
+      Value *mm = g.add_op("matmul", {a, b}, {}, "mm");
+      g.mark_output(g.add_op(
+          "add", bias_first ? std::vector<Value *>{bias, mm} : std::vector<Value *>{mm, bias}, {},
+          "y"));
+      std::vector<std::string> notes;
+      Graph after =
+          optimized_copy(g, make_matmul_add_to_gemm(),
+                         {random_tensor({3, 4}, 1), random_tensor(bias_shape, 2)}, &notes);
+      EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"gemm", 1}}));
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_NE(notes[0].find("matmul 'mm' + add 'y' -> gemm"), std::string::npos) << notes[0];
+      EXPECT_EQ(after.outputs()[0]->name(), "y");
+    }
+  }
+}
+
+TEST(MatmulAddToGemmPass, BatchedActivationsBecomeFusedMatmul) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 5, 8});
+  Value *w = g.add_weight("w", {8, 6});
+  Value *bias = g.add_weight("bias", {6});
+  g.mark_output(g.add_op("add", {g.add_op("matmul", {x, w}), bias}));
+  Graph after = optimized_copy(g, make_matmul_add_to_gemm(), {random_tensor({2, 5, 8}, 3)});
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_matmul", 1}}));
+}
+
+TEST(MatmulAddToGemmPass, DoesNotFireOnOtherShapesOrUses) {
+  Graph g;
+  Value *a = g.add_input("a", {3, 4});
+  Value *b = g.add_weight("b", {4, 5});
+  // The add broadcasts the product to [2, 3, 5]: not what Gemm's C can express.
+  g.mark_output(g.add_op("add", {g.add_op("matmul", {a, b}), g.add_input("big", {2, 3, 5})}));
+  // A second user of the product.
+  Value *mm2 = g.add_op("matmul", {a, b});
+  g.mark_output(g.add_op("add", {mm2, g.add_weight("bias2", {5})}));
+  g.mark_output(g.add_op("relu", {mm2}));
+  // The product is a graph output.
+  Value *mm3 = g.add_op("matmul", {a, b});
+  g.mark_output(mm3);
+  g.mark_output(g.add_op("add", {mm3, g.add_weight("bias3", {5})}));
+  // Batched: a bias that is not [N].
+  Value *x = g.add_input("x", {2, 3, 4});
+  g.mark_output(g.add_op("add", {g.add_op("matmul", {x, b}), g.add_weight("bias4", {3, 5})}));
+  // Batched float16 product: no fused_matmul kernel for it.
+  Value *h = g.add_input("h", {2, 3, 4}, DType::Float16);
+  Value *hw = g.add_input("hw", {4, 5}, DType::Float16);
+  g.mark_output(
+      g.add_op("add", {g.add_op("matmul", {h, hw}), g.add_input("hb", {5}, DType::Float16)}));
+  run_pass(*make_matmul_add_to_gemm(), g, false);
+}
+
+// --- fuse_bias_activation ----------------------------------------------------------------------
+
+struct ActivationOp {
+  std::string op;
+  Attributes attrs;
+};
+
+std::vector<ActivationOp> activation_ops() {
+  return {{"relu", {}},
+          {"leaky_relu", {{"alpha", 0.2}}},
+          {"clip", {{"min", -0.2}, {"max", 0.5}}},
+          {"sigmoid", {}},
+          {"silu", {}},
+          {"tanh", {}},
+          {"gelu", {{"approximate", std::string("tanh")}}},
+          {"hard_swish", {}},
+          {"hard_sigmoid", {{"alpha", 0.3}, {"beta", 0.6}}}};
+}
+
+TEST(FuseBiasActivationPass, ConvFollowedByEveryActivation) {
+  for (const ActivationOp &act : activation_ops()) {
+    SCOPED_TRACE(act.op);
+    Graph g;
+    Value *x = g.add_input("x", {1, 3, 6, 6});
+    Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {4, 3, 3, 3}), g.add_weight("b", {4})},
+                           pads1(), "conv1");
+    g.mark_output(g.add_op(act.op, {conv}, act.attrs, "act1"));
+    std::vector<std::string> notes;
+    Graph after =
+        optimized_copy(g, make_fuse_bias_activation(), {random_tensor({1, 3, 6, 6}, 4)}, &notes);
+    EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_conv", 1}}));
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("conv2d 'conv1' + " + act.op + " 'act1' -> fused_conv"),
+              std::string::npos)
+        << notes[0];
+    EXPECT_EQ(after.nodes()[0]->attrs().get_string("activation", ""), act.op);
+  }
+}
+
+TEST(FuseBiasActivationPass, GemmAndMatmulTakeActivations) {
+  Graph g;
+  Value *a = g.add_input("a", {4, 6});
+  Value *gemm = g.add_op("gemm", {a, g.add_weight("w1", {5, 6}), g.add_weight("c1", {5})},
+                         {{"transB", int64_t{1}}});
+  g.mark_output(g.add_op("relu", {gemm}));
+  Value *x = g.add_input("x", {2, 3, 6});
+  g.mark_output(g.add_op("gelu", {g.add_op("matmul", {x, g.add_weight("w2", {6, 7})})}));
+  // A fused_matmul from matmul_add_to_gemm still takes an activation.
+  Value *fm = g.add_op("fused_matmul", {x, g.add_weight("w3", {6, 7}), g.add_weight("b3", {7})});
+  g.mark_output(g.add_op("silu", {fm}));
+  Graph after = optimized_copy(g, make_fuse_bias_activation(),
+                               {random_tensor({4, 6}, 5), random_tensor({2, 3, 6}, 6)});
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_gemm", 1}, {"fused_matmul", 2}}));
+}
+
+TEST(FuseBiasActivationPass, PerChannelConstantFoldsIntoConvBias) {
+  // [1, M, 1, 1] onto a conv with a bias, then relu; [M, 1, 1] onto a conv without one.
+  Graph g;
+  Value *x = g.add_input("x", {2, 3, 5, 5});
+  Value *c1 = g.add_op("conv2d", {x, g.add_weight("w1", {4, 3, 3, 3}), g.add_weight("b1", {4})});
+  Value *y1 = g.add_op("add", {c1, constant(g, "k1", {1, 4, 1, 1}, 9)});
+  g.mark_output(g.add_op("relu", {y1}));
+  Value *c2 = g.add_op("conv2d", {x, g.add_weight("w2", {4, 3, 1, 1})});
+  g.mark_output(g.add_op("add", {constant(g, "k2", {4, 1, 1}, 10), c2}));
+  Graph after = optimized_copy(g, make_fuse_bias_activation(), {random_tensor({2, 3, 5, 5}, 11)});
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"conv2d", 1}, {"fused_conv", 1}}));
+}
+
+TEST(FuseBiasActivationPass, DoesNotFireWhenItWouldChangeSomething) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 5});
+  auto conv = [&] {
+    return g.add_op("conv2d", {x, g.add_weight(g.fresh_name("w"), {4, 3, 3, 3})});
+  };
+  // Second user.
+  Value *c1 = conv();
+  g.mark_output(g.add_op("relu", {c1}));
+  g.mark_output(g.add_op("sigmoid", {c1}));
+  // Graph output in the middle.
+  Value *c2 = conv();
+  g.mark_output(c2);
+  g.mark_output(g.add_op("relu", {c2}));
+  // Already has an activation: a second one cannot be expressed.
+  Value *c3 = g.add_op("fused_conv", {x, g.add_weight("w3", {4, 3, 3, 3})},
+                       {{"activation", std::string("relu")}});
+  g.mark_output(g.add_op("sigmoid", {c3}));
+  // Not an epilogue activation.
+  g.mark_output(g.add_op("elu", {conv()}));
+  // Per-channel bias that is not a constant, and a constant that is not per channel.
+  g.mark_output(g.add_op("add", {conv(), g.add_input("k", {1, 4, 1, 1})}));
+  g.mark_output(g.add_op("add", {conv(), constant(g, "k_hw", {1, 1, 3, 3}, 3)}));
+  // Wrong dtype: a float16 product has no fused kernel.
+  Value *h = g.add_input("h", {2, 3}, DType::Float16);
+  Value *hw = g.add_input("hw", {3, 4}, DType::Float16);
+  g.mark_output(g.add_op("relu", {g.add_op("gemm", {h, hw})}));
+  run_pass(*make_fuse_bias_activation(), g, false);
+}
+
+// --- fuse_residual_add -------------------------------------------------------------------------
+
+TEST(FuseResidualAddPass, ConvPlusSameShapeOperand) {
+  for (bool conv_first : {true, false}) {
+    SCOPED_TRACE(conv_first ? "add(conv, z)" : "add(z, conv)");
+    Graph g;
+    Value *x = g.add_input("x", {2, 4, 6, 6});
+    Value *z = g.add_input("z", {2, 5, 6, 6});
+    Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {5, 4, 3, 3}), g.add_weight("b", {5})},
+                           pads1(), "conv1");
+    g.mark_output(
+        g.add_op("add", conv_first ? std::vector<Value *>{conv, z} : std::vector<Value *>{z, conv},
+                 {}, "sum"));
+    std::vector<std::string> notes;
+    Graph after =
+        optimized_copy(g, make_fuse_residual_add(),
+                       {random_tensor({2, 4, 6, 6}, 1), random_tensor({2, 5, 6, 6}, 2)}, &notes);
+    EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_conv", 1}}));
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("conv2d 'conv1' + add 'sum' -> fused_conv"), std::string::npos)
+        << notes[0];
+    const Node *fused = after.nodes()[0];
+    ASSERT_EQ(fused->inputs().size(), 4u);
+    EXPECT_EQ(fused->input(3)->name(), "z");
+  }
+}
+
+TEST(FuseResidualAddPass, DoesNotFireOnBroadcastsOrOtherUses) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 4, 6, 6});
+  auto conv = [&] {
+    return g.add_op("conv2d", {x, g.add_weight(g.fresh_name("w"), {4, 4, 3, 3})}, pads1());
+  };
+  // Broadcasting operands: per channel, and a smaller batch.
+  g.mark_output(g.add_op("add", {conv(), g.add_input("z_channel", {1, 4, 1, 1})}));
+  g.mark_output(g.add_op("add", {conv(), g.add_input("z_plane", {6, 6})}));
+  // Second user.
+  Value *c1 = conv();
+  g.mark_output(g.add_op("add", {c1, x}));
+  g.mark_output(g.add_op("relu", {c1}));
+  // Graph output in the middle.
+  Value *c2 = conv();
+  g.mark_output(c2);
+  g.mark_output(g.add_op("add", {c2, x}));
+  // The conv reads itself through the add: add(conv, conv).
+  Value *c3 = conv();
+  g.mark_output(g.add_op("add", {c3, c3}));
+  // An activation already applied: act(conv) + z is not act(conv + z).
+  Value *c4 = g.add_op("fused_conv", {x, g.add_weight("w4", {4, 4, 3, 3})},
+                       {{"activation", std::string("relu")}, {"pads", Ints{1, 1, 1, 1}}});
+  g.mark_output(g.add_op("add", {c4, x}));
+  // Unknown dims could hide a broadcast.
+  Value *xd = g.add_input("xd", {kUnknownDim, 4, 6, 6});
+  Value *zd = g.add_input("zd", {kUnknownDim, 4, 6, 6});
+  g.mark_output(
+      g.add_op("add", {g.add_op("conv2d", {xd, g.add_weight("w5", {4, 4, 3, 3})}, pads1()), zd}));
+  run_pass(*make_fuse_residual_add(), g, false);
+}
+
+// --- the pipeline ------------------------------------------------------------------------------
+
+// The ops of the compiled steps, in order; checks every step runs on the cpu backend.
+std::vector<std::string> compiled_ops(const Graph &g, std::vector<StepInfo> *steps = nullptr) {
+  Runtime rt(RuntimeOptions{.num_threads = 2});
+  std::vector<std::string> ops;
+  for (const StepInfo &s : g.compile(&rt)->steps()) {
+    ops.push_back(s.op);
+    EXPECT_EQ(s.backend, "cpu") << s.node;
+    if (steps) steps->push_back(s);
+  }
+  return ops;
+}
+
+TEST(FusionPipeline, ConvBatchNormReluIsOneFusedConv) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 8, 8});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {8, 3, 3, 3})}, pads1(), "conv1");
+  g.mark_output(g.add_op("relu", {batch_norm(g, conv, 8, "bn1")}, {}, "relu1"));
+  Graph optimized = g.clone();
+  optimized.optimize(2);
+  std::vector<StepInfo> steps;
+  EXPECT_EQ(compiled_ops(optimized, &steps), (std::vector<std::string>{"fused_conv"}));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].attributes.find("activation=\"relu\""), std::string::npos)
+      << steps[0].attributes;
+  EXPECT_EQ(optimized.outputs()[0]->name(), "relu1");
+  EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({1, 3, 8, 8}, 1)}, kTol, kTol));
+}
+
+TEST(FusionPipeline, ResNetBasicBlockIsTwoFusedConvs) {
+  // conv -> bn -> relu -> conv -> bn -> add(shortcut) -> relu
+  Graph g;
+  Value *x = g.add_input("x", {2, 8, 10, 10});
+  Value *c1 = g.add_op("conv2d", {x, g.add_weight("w1", {8, 8, 3, 3})}, pads1(), "conv1");
+  Value *r1 = g.add_op("relu", {batch_norm(g, c1, 8, "bn1", 10)}, {}, "relu1");
+  Value *c2 = g.add_op("conv2d", {r1, g.add_weight("w2", {8, 8, 3, 3})}, pads1(), "conv2");
+  Value *sum = g.add_op("add", {batch_norm(g, c2, 8, "bn2", 20), x}, {}, "add");
+  g.mark_output(g.add_op("relu", {sum}, {}, "out"));
+  Graph optimized = g.clone();
+  const OptimizeReport report = optimized.optimize(2);
+  std::vector<StepInfo> steps;
+  EXPECT_EQ(compiled_ops(optimized, &steps), (std::vector<std::string>{"fused_conv", "fused_conv"}))
+      << report.to_string();
+  for (const StepInfo &s : steps)
+    EXPECT_NE(s.attributes.find("activation=\"relu\""), std::string::npos) << s.attributes;
+  // The second conv reads the block's input as its residual.
+  const Node *last = optimized.outputs()[0]->producer();
+  ASSERT_EQ(last->inputs().size(), 4u);
+  EXPECT_EQ(last->input(3), optimized.find_value("x"));
+  EXPECT_EQ(optimized.outputs()[0]->name(), "out");
+  EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({2, 8, 10, 10}, 2)}, kTol, kTol));
+}
+
+TEST(FusionPipeline, TransformerMlpIsTwoFusedMatmuls) {
+  // [batch, seq, hidden] -> matmul + bias -> gelu -> matmul + bias
+  Graph g;
+  Value *x = g.add_input("x", {2, 5, 16});
+  Value *h = g.add_op(
+      "add", {g.add_op("matmul", {x, g.add_weight("w1", {16, 32})}), g.add_weight("b1", {32})});
+  Value *y = g.add_op("add",
+                      {g.add_op("matmul", {g.add_op("gelu", {h}), g.add_weight("w2", {32, 16})}),
+                       g.add_weight("b2", {16})},
+                      {}, "y");
+  g.mark_output(y);
+  Graph optimized = g.clone();
+  optimized.optimize(2);
+  EXPECT_EQ(compiled_ops(optimized), (std::vector<std::string>{"fused_matmul", "fused_matmul"}));
+  EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({2, 5, 16}, 3)}, kTol, kTol));
+}
+
+}  // namespace
+}  // namespace lumen
