@@ -1,5 +1,7 @@
 #include "graph/passes/pattern.h"
 
+#include <cmath>
+
 #include "backends/common/binary_functors.h"
 
 namespace lumen {
@@ -46,6 +48,11 @@ bool is_nondeterministic(std::string_view op) {
 std::optional<double> scalar_constant(const Value *v) {
   if (!v || !v->is_constant() || v->constant().numel() != 1) return std::nullopt;
   return element(v->constant(), 0);
+}
+
+bool scalar_near(const Value *v, double expected, double relative_tolerance) {
+  const auto c = scalar_constant(v);
+  return c && std::abs(*c - expected) <= relative_tolerance * std::abs(expected);
 }
 
 bool constant_all_equal(const Value *v, double expected) {

@@ -40,8 +40,32 @@ bool remove_if_dead(Graph &graph, Node *node);
 // Ops whose result changes from run to run: never folded, never merged.
 bool is_nondeterministic(std::string_view op);
 
+// The only node reading `v` when it is an `op` node and `v` is not a graph output.
+inline Node *sole_user_if(const Graph &graph, const Value *v, std::string_view op) {
+  if (!v || !has_single_use(graph, v)) return nullptr;
+  Node *user = v->users().front();
+  return user->op() == op ? user : nullptr;
+}
+
+// The producer of `v` when it is an `op` node and `v` has no other use.
+inline Node *sole_producer_if(const Graph &graph, const Value *v, std::string_view op) {
+  return v && has_single_use(graph, v) ? producer_if(v, op) : nullptr;
+}
+
+// The other input of binary `node` when exactly one of its inputs is `v`, else nullptr.
+inline Value *other_input(const Node *node, const Value *v) {
+  if (!node || node->inputs().size() != 2) return nullptr;
+  if (node->input(0) == v && node->input(1) != v) return node->input(1);
+  if (node->input(1) == v && node->input(0) != v) return node->input(0);
+  return nullptr;
+}
+
 // The value of a one-element constant of a floating or integer dtype.
 std::optional<double> scalar_constant(const Value *v);
+
+// `v` is a one-element constant within `relative_tolerance` of `expected` (exported models round
+// constants such as 1/sqrt(2) differently).
+bool scalar_near(const Value *v, double expected, double relative_tolerance = 1e-4);
 
 // Whether every element of constant `v` equals `expected` (any element count).
 bool constant_all_equal(const Value *v, double expected);

@@ -16,36 +16,9 @@
 namespace lumen {
 namespace {
 
-constexpr double kTolerance = 1e-4;
-
-bool near(const Value *v, double expected) {
-  const auto c = scalar_constant(v);
-  return c && std::abs(*c - expected) <= kTolerance * std::abs(expected);
-}
-
-// The other input of binary `node` when exactly one of its inputs is `v`, else nullptr.
-Value *other_input(const Node *node, const Value *v) {
-  if (!node || node->inputs().size() != 2) return nullptr;
-  if (node->input(0) == v && node->input(1) != v) return node->input(1);
-  if (node->input(1) == v && node->input(0) != v) return node->input(0);
-  return nullptr;
-}
-
-// The only node reading `v` when it is an `op` node and `v` is not a graph output.
-Node *sole_user_if(const Graph &graph, const Value *v, std::string_view op) {
-  if (!v || !has_single_use(graph, v)) return nullptr;
-  Node *user = v->users().front();
-  return user->op() == op ? user : nullptr;
-}
-
-// The producer of `v` when it is an `op` node and `v` has no other use.
-Node *sole_producer_if(const Graph &graph, const Value *v, std::string_view op) {
-  return v && has_single_use(graph, v) ? producer_if(v, op) : nullptr;
-}
-
 // `node` is a mul of `x` and a constant near `c`, in either order.
 bool is_mul_by(const Node *node, const Value *x, double c) {
-  return node && node->op() == "mul" && near(other_input(node, x), c);
+  return node && node->op() == "mul" && scalar_near(other_input(node, x), c);
 }
 
 struct GeluMatch {
@@ -59,10 +32,10 @@ bool match_half_x_product(const Graph &graph, Value *a, GeluMatch &m) {
   Node *m1 = sole_user_if(graph, a, "mul");
   Value *o1 = other_input(m1, a);
   if (!o1) return false;
-  if (o1 == m.x || near(o1, 0.5)) {  // (x * a) * 0.5 or (a * 0.5) * x
+  if (o1 == m.x || scalar_near(o1, 0.5)) {  // (x * a) * 0.5 or (a * 0.5) * x
     Node *m2 = sole_user_if(graph, m1->output(), "mul");
     Value *o2 = other_input(m2, m1->output());
-    if (!o2 || !(o1 == m.x ? near(o2, 0.5) : o2 == m.x)) return false;
+    if (!o2 || !(o1 == m.x ? scalar_near(o2, 0.5) : o2 == m.x)) return false;
     m.nodes.insert(m.nodes.end(), {m1, m2});
     m.y = m2->output();
     return true;
@@ -77,7 +50,7 @@ bool match_half_x_product(const Graph &graph, Value *a, GeluMatch &m) {
 // e (the erf or tanh output) -> 1 + e -> the 0.5 * x product.
 bool match_tail(const Graph &graph, const Node *anchor, GeluMatch &m) {
   Node *add = sole_user_if(graph, anchor->output(), "add");
-  if (!add || !near(other_input(add, anchor->output()), 1.0)) return false;
+  if (!add || !scalar_near(other_input(add, anchor->output()), 1.0)) return false;
   m.nodes.push_back(add);
   if (!match_half_x_product(graph, add->output(), m)) return false;
   // The rewrite must not change the result's type (e.g. a [1]-shaped constant broadcasting a
@@ -90,12 +63,12 @@ std::optional<GeluMatch> match_erf_form(const Graph &graph, Node *erf) {
   GeluMatch m;
   const Value *scaled = erf->input(0);
   if (Node *div = sole_producer_if(graph, scaled, "div")) {
-    if (!near(div->input(1), std::numbers::sqrt2)) return std::nullopt;
+    if (!scalar_near(div->input(1), std::numbers::sqrt2)) return std::nullopt;
     m.x = div->input(0);
     m.nodes.push_back(div);
   } else if (Node *mul = sole_producer_if(graph, scaled, "mul")) {
     for (Value *in : mul->inputs())
-      if (near(other_input(mul, in), 1.0 / std::numbers::sqrt2)) m.x = in;
+      if (scalar_near(other_input(mul, in), 1.0 / std::numbers::sqrt2)) m.x = in;
     if (!m.x) return std::nullopt;
     m.nodes.push_back(mul);
   } else {
@@ -109,7 +82,7 @@ std::optional<GeluMatch> match_erf_form(const Graph &graph, Node *erf) {
 // x^3 as pow(x, 3), (x * x) * x or x * (x * x).
 bool match_cube(const Graph &graph, const Value *cube, const Value *x, GeluMatch &m) {
   if (Node *pow = sole_producer_if(graph, cube, "pow")) {
-    if (pow->input(0) != x || !near(pow->input(1), 3.0)) return false;
+    if (pow->input(0) != x || !scalar_near(pow->input(1), 3.0)) return false;
     m.nodes.push_back(pow);
     return true;
   }
@@ -127,7 +100,7 @@ std::optional<GeluMatch> match_tanh_form(const Graph &graph, Node *tanh) {
   if (!scale) return std::nullopt;
   const Value *inner = nullptr;
   for (const Value *in : scale->inputs())
-    if (near(other_input(scale, in), std::sqrt(2.0 / std::numbers::pi))) inner = in;
+    if (scalar_near(other_input(scale, in), std::sqrt(2.0 / std::numbers::pi))) inner = in;
   Node *sum = sole_producer_if(graph, inner, "add");
   if (!sum || sum->input(0) == sum->input(1)) return std::nullopt;
   for (size_t i = 0; i < 2; ++i) {  // x + 0.044715 * x^3, in either order
@@ -137,7 +110,7 @@ std::optional<GeluMatch> match_tanh_form(const Graph &graph, Node *tanh) {
     if (!cubic) continue;
     const Value *cube = nullptr;
     for (const Value *in : cubic->inputs())
-      if (near(other_input(cubic, in), 0.044715)) cube = in;
+      if (scalar_near(other_input(cubic, in), 0.044715)) cube = in;
     if (!cube || !match_cube(graph, cube, m.x, m)) continue;
     m.nodes.insert(m.nodes.end(), {cubic, sum, scale, tanh});
     if (match_tail(graph, tanh, m)) return m;

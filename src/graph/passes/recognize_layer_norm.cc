@@ -20,33 +20,6 @@
 namespace lumen {
 namespace {
 
-constexpr double kTolerance = 1e-4;
-
-bool near(const Value *v, double expected) {
-  const auto c = scalar_constant(v);
-  return c && std::abs(*c - expected) <= kTolerance * std::abs(expected);
-}
-
-// The other input of binary `node` when exactly one of its inputs is `v`, else nullptr.
-Value *other_input(const Node *node, const Value *v) {
-  if (!node || node->inputs().size() != 2) return nullptr;
-  if (node->input(0) == v && node->input(1) != v) return node->input(1);
-  if (node->input(1) == v && node->input(0) != v) return node->input(0);
-  return nullptr;
-}
-
-// The only node reading `v` when it is an `op` node and `v` is not a graph output.
-Node *sole_user_if(const Graph &graph, const Value *v, std::string_view op) {
-  if (!v || !has_single_use(graph, v)) return nullptr;
-  Node *user = v->users().front();
-  return user->op() == op ? user : nullptr;
-}
-
-// The producer of `v` when it is an `op` node and `v` has no other use.
-Node *sole_producer_if(const Graph &graph, const Value *v, std::string_view op) {
-  return v && has_single_use(graph, v) ? producer_if(v, op) : nullptr;
-}
-
 // The first normalized dim of a keepdims reduce_mean over a suffix of its input's dims (its last
 // k dims, k >= 1); nullopt for any other reduction.
 std::optional<size_t> suffix_reduction_axis(const Node *reduce) {
@@ -121,7 +94,7 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
   for (size_t i = 0; i < 2; ++i) {
     Node *u = readers[i];
     const bool is_square = (u->op() == "mul" && u->input(0) == d && u->input(1) == d) ||
-                           (u->op() == "pow" && u->input(0) == d && near(u->input(1), 2.0));
+                           (u->op() == "pow" && u->input(0) == d && scalar_near(u->input(1), 2.0));
     if (is_square) {
       square = u;
       normalize = readers[1 - i];
@@ -152,7 +125,7 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
     Node *inv = sole_producer_if(graph, inverse, "reciprocal");
     if (!inv) {
       inv = sole_producer_if(graph, inverse, "div");
-      if (inv && !near(inv->input(0), 1.0)) inv = nullptr;
+      if (inv && !scalar_near(inv->input(0), 1.0)) inv = nullptr;
     }
     if (!inv || inv->inputs().back() != std_dev || !has_single_use(graph, std_dev))
       return std::nullopt;
