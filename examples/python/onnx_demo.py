@@ -46,8 +46,14 @@ def main():
     compiled = model.compile()
     compile_s = time.perf_counter() - start
     info = model.inputs[0]
+    memory = compiled.executable.memory
     print(f"model: {os.path.basename(args.model)}  ({model.graph.num_nodes} Lumen nodes, "
-          f"loaded and compiled in {compile_s:.2f} s)")
+          f"{compiled.graph.num_nodes} after optimization; loaded and compiled in "
+          f"{compile_s:.2f} s)")
+    for space in memory.spaces:
+        print(f"memory plan ({space.space}): naive {space.naive_bytes / 2**20:.1f} MiB, planned "
+              f"{space.planned_bytes / 2**20:.1f} MiB, lower bound "
+              f"{space.lower_bound_bytes / 2**20:.1f} MiB")
     print(f"input: {info['name']} {info['dtype']} {info['shape']}")
 
     inits = {i.name for i in proto.graph.initializer}
