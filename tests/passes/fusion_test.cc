@@ -354,6 +354,21 @@ std::vector<std::string> compiled_ops(const Graph &g, std::vector<StepInfo> *ste
   return ops;
 }
 
+TEST(FusionPipeline, ConvReluIsOneFusedConv) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 8, 8});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {8, 3, 3, 3}), g.add_weight("b", {8})},
+                         pads1(), "conv1");
+  g.mark_output(g.add_op("relu", {conv}, {}, "relu1"));
+  Graph optimized = g.clone();
+  optimized.optimize(2);
+  std::vector<StepInfo> steps;
+  EXPECT_EQ(compiled_ops(optimized, &steps), (std::vector<std::string>{"fused_conv"}));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].attributes.find("activation=\"relu\""), std::string::npos);
+  EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({1, 3, 8, 8}, 3)}, kTol, kTol));
+}
+
 TEST(FusionPipeline, ConvBatchNormReluIsOneFusedConv) {
   Graph g;
   Value *x = g.add_input("x", {1, 3, 8, 8});
