@@ -5,50 +5,12 @@
 #include <vector>
 
 #include "backends/common/epilogue.h"
+#include "backends/common/matmul_plan.h"
 #include "backends/cpu/blas.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-// Per output batch index, the matrix index in A and in B (NumPy broadcasting of the batch dims).
-struct BatchPlan {
-  std::vector<int64_t> a, b;
-  bool a_dense = true;     // a[t] == t: A's batch dims are the output's
-  bool b_constant = true;  // b[t] == 0: B is one matrix shared by every batch
-};
-
-BatchPlan plan_batches(const Shape &a, const Shape &b) {
-  const size_t ba = a.rank() > 2 ? a.rank() - 2 : 0, bb = b.rank() > 2 ? b.rank() - 2 : 0;
-  const size_t rank = std::max(ba, bb);
-  std::vector<int64_t> da(rank, 1), db(rank, 1), out(rank);
-  for (size_t i = 0; i < ba; ++i) da[rank - ba + i] = a[i];
-  for (size_t i = 0; i < bb; ++i) db[rank - bb + i] = b[i];
-  int64_t count = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    out[i] = da[i] == 1 ? db[i] : da[i];
-    count = checked_mul(count, out[i], "matmul batch count");
-  }
-  BatchPlan plan;
-  plan.a.resize(static_cast<size_t>(count));
-  plan.b.resize(static_cast<size_t>(count));
-  for (int64_t t = 0; t < count; ++t) {
-    int64_t rest = t, oa = 0, ob = 0, sa = 1, sb = 1;
-    for (size_t i = rank; i-- > 0;) {
-      const int64_t idx = rest % out[i];
-      rest /= out[i];
-      if (da[i] != 1) oa += idx * sa;
-      if (db[i] != 1) ob += idx * sb;
-      sa *= da[i];
-      sb *= db[i];
-    }
-    plan.a[t] = oa;
-    plan.b[t] = ob;
-    plan.a_dense = plan.a_dense && oa == t;
-    plan.b_constant = plan.b_constant && ob == 0;
-  }
-  return plan;
-}
 
 // Rows of C = alpha * op(A) op(B) + beta * C in blocks that fit in cache, over `parts` threads of
 // `pool`; `fill(r0, r1)` prepares rows [r0, r1) of C before their GEMM and `finish(r0, r1)` runs
@@ -73,14 +35,9 @@ void gemm_row_blocks(ThreadPool &pool, int64_t parts, bool trans_a, bool trans_b
 template <class T>
 void matmul_with_epilogue(KernelContext &ctx, const T *bias, const Epilogue<T> &epilogue) {
   const Tensor &ta = ctx.input(0), &tb = ctx.input(1);
-  const Shape &sa = ta.shape(), &sb = tb.shape();
-  const int64_t m = sa.rank() >= 2 ? sa[sa.rank() - 2] : 1;
-  const int64_t k = sa[sa.rank() - 1];
-  const int64_t n = sb.rank() >= 2 ? sb[sb.rank() - 1] : 1;
-  if (k != (sb.rank() >= 2 ? sb[sb.rank() - 2] : sb[0]))
-    ctx.fail("inner dimensions do not match: ", sa.to_string(), " @ ", sb.to_string());
+  const MatmulPlan plan = plan_matmul(ctx, ta.shape(), tb.shape());
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   if (ctx.output(0).numel() == 0) return;
-  const BatchPlan plan = plan_batches(sa, sb);
   const auto batches = static_cast<int64_t>(plan.a.size());
   const T *a = ta.data<T>();
   const T *b = tb.data<T>();

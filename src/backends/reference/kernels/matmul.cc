@@ -6,16 +6,13 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/matmul_plan.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
 // Offset of each operand's matrix for every output batch index, following NumPy broadcasting.
-struct BatchOffsets {
-  std::vector<int64_t> a, b;  // in matrices (multiply by m*k or k*n)
-};
-
 template <class T>
 double widen(T v) {
   return static_cast<double>(bin::load(v));
@@ -28,51 +25,17 @@ T narrow(double v) {
     return static_cast<T>(v);
 }
 
-BatchOffsets batch_offsets(const Shape &a, const Shape &b) {
-  const size_t ba = a.rank() > 2 ? a.rank() - 2 : 0, bb = b.rank() > 2 ? b.rank() - 2 : 0;
-  const size_t rank = std::max(ba, bb);
-  std::vector<int64_t> da(rank, 1), db(rank, 1), out(rank);
-  for (size_t i = 0; i < ba; ++i) da[rank - ba + i] = a[i];
-  for (size_t i = 0; i < bb; ++i) db[rank - bb + i] = b[i];
-  int64_t count = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    out[i] = da[i] == 1 ? db[i] : da[i];
-    count = checked_mul(count, out[i], "matmul batch count");
-  }
-  BatchOffsets offsets;
-  for (int64_t t = 0; t < count; ++t) {
-    // Decompose t into an index over `out` and recompose it over each operand's batch dims.
-    int64_t rest = t, oa = 0, ob = 0, sa = 1, sb = 1;
-    for (size_t i = rank; i-- > 0;) {
-      const int64_t idx = rest % out[i];
-      rest /= out[i];
-      if (da[i] != 1) oa += idx * sa;
-      if (db[i] != 1) ob += idx * sb;
-      sa *= da[i];
-      sb *= db[i];
-    }
-    offsets.a.push_back(oa);
-    offsets.b.push_back(ob);
-  }
-  return offsets;
-}
-
 template <class T>
 void matmul(KernelContext &ctx) {
   const Tensor &ta = ctx.input(0), &tb = ctx.input(1);
-  const Shape &sa = ta.shape(), &sb = tb.shape();
-  const int64_t m = sa.rank() >= 2 ? sa[sa.rank() - 2] : 1;
-  const int64_t k = sa[sa.rank() - 1];
-  const int64_t n = sb.rank() >= 2 ? sb[sb.rank() - 1] : 1;
-  if (k != (sb.rank() >= 2 ? sb[sb.rank() - 2] : sb[0]))
-    ctx.fail("inner dimensions do not match: ", sa.to_string(), " @ ", sb.to_string());
-  const BatchOffsets offsets = batch_offsets(sa, sb);
+  const MatmulPlan plan = plan_matmul(ctx, ta.shape(), tb.shape());
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
   const T *a = ta.data<T>();
   const T *b = tb.data<T>();
   T *y = ctx.output(0).data<T>();
-  for (size_t t = 0; t < offsets.a.size(); ++t) {
-    const T *at = a + offsets.a[t] * m * k;
-    const T *bt = b + offsets.b[t] * k * n;
+  for (size_t t = 0; t < plan.a.size(); ++t) {
+    const T *at = a + plan.a[t] * m * k;
+    const T *bt = b + plan.b[t] * k * n;
     T *yt = y + static_cast<int64_t>(t) * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/matmul_plan.h"
 #include "backends/reference/kernels/narrow_types.h"
 #include "core/kernel.h"
 
@@ -219,22 +220,9 @@ void dynamic_quantize_linear(KernelContext &ctx) {
 // broadcasting of the batch dims. Writes int64 results into `out` (row-major output shape).
 void integer_matmul(const KernelContext &ctx, const Tensor &a, const Tensor *a_zp, const Tensor &b,
                     const Tensor *b_zp, const Shape &out_shape, std::vector<int64_t> &out) {
-  const Shape &sa = a.shape(), &sb = b.shape();
-  const int64_t m = sa.rank() >= 2 ? sa[sa.rank() - 2] : 1;
-  const int64_t k = sa[sa.rank() - 1];
-  const int64_t n = sb.rank() >= 2 ? sb[sb.rank() - 1] : 1;
-  if (k != (sb.rank() >= 2 ? sb[sb.rank() - 2] : sb[0]))
-    ctx.fail("inner dimensions do not match: ", sa.to_string(), " @ ", sb.to_string());
-  const size_t ba = sa.rank() > 2 ? sa.rank() - 2 : 0, bb = sb.rank() > 2 ? sb.rank() - 2 : 0;
-  const size_t rank = std::max(ba, bb);
-  std::vector<int64_t> da(rank, 1), db(rank, 1), dout(rank);
-  for (size_t i = 0; i < ba; ++i) da[rank - ba + i] = sa[i];
-  for (size_t i = 0; i < bb; ++i) db[rank - bb + i] = sb[i];
-  int64_t count = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    dout[i] = da[i] == 1 ? db[i] : da[i];
-    count = checked_mul(count, dout[i], "matmul batch count");
-  }
+  const MatmulPlan plan = plan_matmul(ctx, a.shape(), b.shape());
+  const int64_t m = plan.m, k = plan.k, n = plan.n;
+  const auto count = static_cast<int64_t>(plan.a.size());
   out.assign(static_cast<size_t>(out_shape.numel()), 0);
   if (static_cast<int64_t>(out.size()) != checked_mul(count, checked_mul(m, n)))
     ctx.fail("output shape ", out_shape.to_string(), " does not match the operands");
@@ -243,15 +231,7 @@ void integer_matmul(const KernelContext &ctx, const Tensor &a, const Tensor *a_z
     return load_int(*t, t->numel() == 1 ? 0 : i);
   };
   for (int64_t t = 0; t < count; ++t) {
-    int64_t rest = t, oa = 0, ob = 0, stride_a = 1, stride_b = 1;
-    for (size_t i = rank; i-- > 0;) {
-      const int64_t idx = rest % dout[i];
-      rest /= dout[i];
-      if (da[i] != 1) oa += idx * stride_a;
-      if (db[i] != 1) ob += idx * stride_b;
-      stride_a *= da[i];
-      stride_b *= db[i];
-    }
+    const int64_t oa = plan.a[t], ob = plan.b[t];
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         int64_t acc = 0;
