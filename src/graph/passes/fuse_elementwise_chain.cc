@@ -106,7 +106,7 @@ class FuseElementwiseChain final : public Pass {
     std::vector<Value *> inputs = {head->input(chain.front().running_input)};
     std::unordered_map<const Value *, int64_t> index_of = {{inputs[0], 0}};
     std::vector<fused::Step> steps;
-    std::string names;
+    std::vector<Node *> nodes;
     for (const Link &link : chain) {
       const Node *n = link.node;
       const fused::StepInfo *info = fused::find_step(n->op());
@@ -119,12 +119,13 @@ class FuseElementwiseChain final : public Pass {
         s.running_right = link.running_input == 1;
       }
       steps.push_back(s);
-      names += str(names.empty() ? "" : ", ", n->op(), " '", n->name(), "'");
+      nodes.push_back(link.node);
     }
     Value *tail = chain.back().node->output();
     Value *result = graph.add_op("fused_elementwise", inputs, fused::encode_steps(steps),
                                  graph.fresh_name(head->name()));
     graph.replace_all_uses(tail, result);
+    const std::string names = node_labels(nodes);  // before the nodes are removed
     // The chain's nodes are dead now; removing them here (last first) keeps a second run from
     // matching them again.
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) graph.remove_node(it->node);

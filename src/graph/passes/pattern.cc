@@ -39,6 +39,12 @@ bool remove_if_dead(Graph &graph, Node *node) {
   return true;
 }
 
+std::string node_labels(const std::vector<Node *> &nodes) {
+  std::string out;
+  for (const Node *n : nodes) out += str(out.empty() ? "" : ", ", n->op(), " '", n->name(), "'");
+  return out;
+}
+
 bool is_nondeterministic(std::string_view op) {
   for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
     if (op.find(word) != std::string_view::npos) return true;

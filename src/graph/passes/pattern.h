@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "lumen/graph.h"
 
@@ -59,6 +61,9 @@ inline Value *other_input(const Node *node, const Value *v) {
   if (node->input(1) == v && node->input(0) != v) return node->input(0);
   return nullptr;
 }
+
+// "mul 'a', add 'b'": how pass notes name a group of nodes.
+std::string node_labels(const std::vector<Node *> &nodes);
 
 // The value of a one-element constant of a floating or integer dtype.
 std::optional<double> scalar_constant(const Value *v);

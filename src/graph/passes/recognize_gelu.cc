@@ -144,11 +144,8 @@ class RecognizeGelu final : public Pass {
         continue;
       }
       graph.replace_all_uses(m->y, gelu);
-      std::string names;
-      for (const Node *n : m->nodes)
-        names += str(names.empty() ? "" : ", ", n->op(), " '", n->name(), "'");
-      ctx.note("recognized ", exact ? "erf" : "tanh", " gelu (", names, ") -> gelu '",
-               gelu->producer()->name(), "'");
+      ctx.note("recognized ", exact ? "erf" : "tanh", " gelu (", node_labels(m->nodes),
+               ") -> gelu '", gelu->producer()->name(), "'");
       // The matched nodes are dead now; removing them here keeps a second run from matching them.
       for (auto it = m->nodes.rbegin(); it != m->nodes.rend(); ++it) {
         removed.insert(*it);

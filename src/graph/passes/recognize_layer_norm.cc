@@ -201,11 +201,8 @@ class RecognizeLayerNorm final : public Pass {
       Node *ln = graph.add_node("layer_norm", inputs,
                                 {{"axis", int64_t(m->axis)}, {"epsilon", m->epsilon}}, name);
       graph.replace_all_uses(m->y, ln->output(0));
-      std::string names;
-      for (const Node *n : m->nodes)
-        names += str(names.empty() ? "" : ", ", n->op(), " '", n->name(), "'");
-      ctx.note("recognized layer norm over axis ", m->axis, " (", names, ") -> layer_norm '",
-               ln->name(), "'");
+      ctx.note("recognized layer norm over axis ", m->axis, " (", node_labels(m->nodes),
+               ") -> layer_norm '", ln->name(), "'");
       // The matched nodes are dead now; removing them here keeps a second run from matching them.
       for (auto it = m->nodes.rbegin(); it != m->nodes.rend(); ++it) {
         removed.insert(*it);
