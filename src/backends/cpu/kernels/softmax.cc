@@ -101,20 +101,10 @@ void softmax_typed(KernelContext &ctx) {
   });
 }
 
-template <bool kLog>
-void softmax(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return softmax_typed<float, kLog>(ctx);
-    case DType::Float64:
-      return softmax_typed<double, kLog>(ctx);
-    default:
-      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
-}
-
-LUMEN_REGISTER_KERNEL("cpu", "softmax", softmax<false>, DType::Float32, DType::Float64);
-LUMEN_REGISTER_KERNEL("cpu", "log_softmax", softmax<true>, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "softmax", (softmax_typed<float, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "softmax", (softmax_typed<double, false>), DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "log_softmax", (softmax_typed<float, true>), DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "log_softmax", (softmax_typed<double, true>), DType::Float64);
 
 }  // namespace
 }  // namespace lumen

@@ -47,18 +47,9 @@ void fused_elementwise_typed(KernelContext &ctx) {
   }
 }
 
-void fused_elementwise(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return fused_elementwise_typed<float>(ctx);
-    case DType::Float64:
-      return fused_elementwise_typed<double>(ctx);
-    default:
-      ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
-}
-
-LUMEN_REGISTER_KERNEL("reference", "fused_elementwise", fused_elementwise, DType::Float32,
+LUMEN_REGISTER_KERNEL("reference", "fused_elementwise", fused_elementwise_typed<float>,
+                      DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "fused_elementwise", fused_elementwise_typed<double>,
                       DType::Float64);
 
 }  // namespace

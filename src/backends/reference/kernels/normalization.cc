@@ -65,30 +65,10 @@ void lrn_typed(KernelContext &ctx) {
       }
 }
 
-void batch_norm(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return batch_norm_typed<float>(ctx);
-    case DType::Float64:
-      return batch_norm_typed<double>(ctx);
-    default:
-      ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
-}
-
-void lrn(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return lrn_typed<float>(ctx);
-    case DType::Float64:
-      return lrn_typed<double>(ctx);
-    default:
-      ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
-}
-
-LUMEN_REGISTER_KERNEL("reference", "batch_norm", batch_norm, DType::Float32, DType::Float64);
-LUMEN_REGISTER_KERNEL("reference", "lrn", lrn, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "batch_norm", batch_norm_typed<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "batch_norm", batch_norm_typed<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "lrn", lrn_typed<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "lrn", lrn_typed<double>, DType::Float64);
 
 }  // namespace
 }  // namespace lumen

@@ -36,33 +36,21 @@ void softmax_typed(KernelContext &ctx) {
       for (int64_t k = 0; k < len; ++k) sum += std::exp(x(base + k * inner) - max);
       for (int64_t k = 0; k < len; ++k) {
         const T shifted = x(base + k * inner) - max;
-        y[base + k * inner] = bin::store<S>(
-            kLog ? shifted - T(std::log(sum)) : T(double(std::exp(shifted)) / sum));
+        y[base + k * inner] =
+            bin::store<S>(kLog ? shifted - T(std::log(sum)) : T(double(std::exp(shifted)) / sum));
       }
     }
   }
 }
 
-template <bool kLog>
-void softmax(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return softmax_typed<float, kLog>(ctx);
-    case DType::Float64:
-      return softmax_typed<double, kLog>(ctx);
-    case DType::Float16:
-      return softmax_typed<Float16, kLog>(ctx);
-    case DType::BFloat16:
-      return softmax_typed<BFloat16, kLog>(ctx);
-    default:
-      ctx.fail("no reference kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
-}
-
-LUMEN_REGISTER_KERNEL("reference", "softmax", softmax<false>, DType::Float32, DType::Float64,
-                      DType::Float16, DType::BFloat16);
-LUMEN_REGISTER_KERNEL("reference", "log_softmax", softmax<true>, DType::Float32, DType::Float64,
-                      DType::Float16, DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "softmax", (softmax_typed<float, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "softmax", (softmax_typed<double, false>), DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "softmax", (softmax_typed<Float16, false>), DType::Float16);
+LUMEN_REGISTER_KERNEL("reference", "softmax", (softmax_typed<BFloat16, false>), DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", (softmax_typed<float, true>), DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", (softmax_typed<double, true>), DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", (softmax_typed<Float16, true>), DType::Float16);
+LUMEN_REGISTER_KERNEL("reference", "log_softmax", (softmax_typed<BFloat16, true>), DType::BFloat16);
 
 }  // namespace
 }  // namespace lumen
