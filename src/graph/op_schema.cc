@@ -107,4 +107,27 @@ std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b) {
   return Shape(std::move(dims));
 }
 
+std::string ints_to_string(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) ctx.fail("element count overflows int64");
+  return r;
+}
+
+std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,
+                               const std::vector<int64_t> &fallback, int64_t min_value) {
+  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
+  if (v.size() != fallback.size())
+    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values, got ", v.size());
+  for (int64_t x : v)
+    if (x < min_value)
+      ctx.fail("attribute '", name, "' values must be >= ", min_value, ", got ", x);
+  return v;
+}
+
 }  // namespace lumen

@@ -81,6 +81,14 @@ std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &
 // NumPy broadcasting of two shapes; nullopt when incompatible. Unknown dims (kUnknownDim) stay
 // unknown against 1 or another unknown dim and take the other side's size otherwise.
 std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
+// "[2, -1, 0]": ints as written (Shape::to_string would print -1 as "?").
+std::string ints_to_string(const std::vector<int64_t> &v);
+// a * b, or an error naming the node when the element count overflows int64.
+int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b);
+// Ints attribute `name` (default `fallback`), which must have fallback.size() values, each
+// >= min_value; errors name the attribute and the node.
+std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,
+                               const std::vector<int64_t> &fallback, int64_t min_value);
 
 }  // namespace lumen
 

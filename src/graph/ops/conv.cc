@@ -8,17 +8,6 @@
 namespace lumen {
 namespace {
 
-std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,
-                               const std::vector<int64_t> &fallback, int64_t min_value) {
-  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
-  if (v.size() != fallback.size())
-    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values, got ", v.size());
-  for (int64_t x : v)
-    if (x < min_value)
-      ctx.fail("attribute '", name, "' values must be >= ", min_value, ", got ", x);
-  return v;
-}
-
 // One spatial output size: floor((in + pads - dilation * (k - 1) - 1) / stride) + 1.
 int64_t conv_out_dim(const InferContext &ctx, const char *axis, int64_t in, int64_t k,
                      int64_t stride, int64_t pad_begin, int64_t pad_end, int64_t dilation,

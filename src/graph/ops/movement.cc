@@ -26,18 +26,6 @@
 namespace lumen {
 namespace {
 
-std::string ints_to_string(const std::vector<int64_t> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) ctx.fail("element count overflows int64");
-  return r;
-}
-
 std::vector<int64_t> values_or_defer(const InferContext &ctx, size_t i, DType out) {
   const auto v = ctx.int_values(i);
   if (!v) ctx.defer({out});

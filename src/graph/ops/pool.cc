@@ -11,17 +11,6 @@
 namespace lumen {
 namespace {
 
-std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,
-                               const std::vector<int64_t> &fallback, int64_t min_value) {
-  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
-  if (v.size() != fallback.size())
-    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values, got ", v.size());
-  for (int64_t x : v)
-    if (x < min_value)
-      ctx.fail("attribute '", name, "' values must be >= ", min_value, ", got ", x);
-  return v;
-}
-
 // ONNX/PyTorch output size. With ceil_mode a last window that would start in the end padding
 // (past input + begin padding) is dropped.
 int64_t pool_out_dim(const InferContext &ctx, const char *axis, int64_t in, int64_t k,

@@ -19,19 +19,6 @@
 namespace lumen {
 namespace {
 
-// "[2, -1, 0]": the attribute as written (Shape::to_string would print -1 as "?").
-std::string ints_to_string(const std::vector<int64_t> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) ctx.fail("element count overflows int64");
-  return r;
-}
-
 // shape: one -1 is inferred from the element count; 0 copies the input's dim at that index unless
 // allowzero=1, when it is a real zero (and then -1 may not appear with it, as in ONNX).
 std::vector<TensorType> infer_reshape(const InferContext &ctx) {

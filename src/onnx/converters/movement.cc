@@ -12,24 +12,6 @@
 namespace lumen::onnx_import {
 namespace {
 
-// Emits `op`, or runs it at once when every input is a small constant (shape arithmetic such as
-// Concat(Shape(x), [-1])), so that its values, and the shapes computed from them, are known at
-// load time instead of at run time.
-Value *emit_folded(NodeContext &ctx, const std::string &op, const std::vector<Value *> &inputs,
-                   const Attributes &attrs = {}, size_t index = 0) {
-  constexpr int64_t kFoldLimit = 4096;  // elements; larger constants are left to the passes
-  std::vector<Tensor> tensors;
-  for (Value *v : inputs) {
-    if (v && (!v->is_constant() || v->constant().numel() > kFoldLimit))
-      return ctx.emit(op, inputs, attrs, index);
-    tensors.push_back(v ? v->constant() : Tensor());
-  }
-  if (tensors.empty()) return ctx.emit(op, inputs, attrs, index);
-  std::vector<Tensor> out = call_op(op, tensors, attrs);
-  if (out.size() != 1 || out[0].numel() > kFoldLimit) return ctx.emit(op, inputs, attrs, index);
-  return ctx.constant(std::move(out[0]), static_cast<int>(index));
-}
-
 // The node's inputs (nullptr for omitted ones), trailing omitted ones dropped.
 std::vector<Value *> all_inputs(NodeContext &ctx) {
   std::vector<Value *> inputs;

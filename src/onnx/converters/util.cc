@@ -1,5 +1,7 @@
 #include "onnx/converters/util.h"
 
+#include "lumen/ops.h"
+
 namespace lumen::onnx_import {
 
 Converter same_op(const std::string &op) {
@@ -46,6 +48,21 @@ std::vector<int64_t> resolve_pads(NodeContext &ctx, const Shape &input,
     pads[i + spatial] = auto_pad == "SAME_UPPER" ? large : small;
   }
   return pads;
+}
+
+Value *emit_folded(NodeContext &ctx, const std::string &op, const std::vector<Value *> &inputs,
+                   const Attributes &attrs, size_t index) {
+  constexpr int64_t kFoldLimit = 4096;  // elements; larger constants are left to the passes
+  std::vector<Tensor> tensors;
+  for (Value *v : inputs) {
+    if (v && (!v->is_constant() || v->constant().numel() > kFoldLimit))
+      return ctx.emit(op, inputs, attrs, index);
+    tensors.push_back(v ? v->constant() : Tensor());
+  }
+  if (tensors.empty()) return ctx.emit(op, inputs, attrs, index);
+  std::vector<Tensor> out = call_op(op, tensors, attrs);
+  if (out.size() != 1 || out[0].numel() > kFoldLimit) return ctx.emit(op, inputs, attrs, index);
+  return ctx.constant(std::move(out[0]), static_cast<int>(index));
 }
 
 }  // namespace lumen::onnx_import

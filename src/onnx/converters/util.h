@@ -17,4 +17,10 @@ std::vector<int64_t> resolve_pads(NodeContext &ctx, const Shape &input,
                                   const std::vector<int64_t> &strides,
                                   const std::vector<int64_t> &dilations);
 
+// Emits `op`, or runs it at once when every input is a small constant (shape arithmetic such as
+// Concat(Shape(x), [-1])), so that its values, and the shapes computed from them, are known at
+// load time instead of at run time.
+Value *emit_folded(NodeContext &ctx, const std::string &op, const std::vector<Value *> &inputs,
+                   const Attributes &attrs = {}, size_t index = 0);
+
 }  // namespace lumen::onnx_import
