@@ -19,9 +19,6 @@ namespace {
 void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
                  const std::vector<bool> &slot_static) {
   const size_t num_slots = impl.slot_info.size();
-  std::vector<int> producer(num_slots, -1);
-  for (size_t s = 0; s < impl.steps.size(); ++s)
-    for (int out : impl.steps[s].outputs) producer[out] = static_cast<int>(s);
   std::vector<bool> is_output(num_slots, false);
   for (int s : impl.output_slots) is_output[s] = true;
 
@@ -47,13 +44,13 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
                               "intermediate size")),
                           .memory_space = static_cast<int>(it - spaces.begin())};
       const int in = step.inputs.empty() ? -1 : step.inputs[0];
-      const bool same_bytes = in >= 0 && buffer_of[in] >= 0 &&
-                              lifetimes[buffer_of[in]].bytes == life.bytes &&
+      const bool input_in_arena = in >= 0 && buffer_of[in] >= 0;
+      const bool same_bytes = input_in_arena && lifetimes[buffer_of[in]].bytes == life.bytes &&
                               lifetimes[buffer_of[in]].memory_space == life.memory_space;
       // A reshape-like step's output is a view of its input's memory.
       if (step.schema->view && out == step.outputs[0] && same_bytes) life.view_of = buffer_of[in];
       // An element-wise step may write over its input 0 when this is that input's last use.
-      if (step.schema->elementwise && out == step.outputs[0] && in >= 0 && buffer_of[in] >= 0 &&
+      if (step.schema->elementwise && out == step.outputs[0] && input_in_arena &&
           last_use[in] == static_cast<int>(s) && impl.slot_info[in].dtype == info.dtype &&
           impl.slot_info[in].shape == info.shape)
         life.in_place_of = buffer_of[in];
