@@ -92,6 +92,19 @@ struct MemoryReport {
   std::string to_string() const;
 };
 
+// Wall-clock time of each kernel call of one execute(), for profiles. Steps are indices into
+// Executable::steps(); reshape-like steps that run no kernel (views in the arena) are left out.
+struct StepTiming {
+  size_t step;
+  double start_us;  // from the start of execute()
+  double duration_us;
+};
+
+struct RunProfile {
+  std::vector<StepTiming> steps;
+  double total_us = 0;  // the whole execute(), input checks included
+};
+
 // A compiled graph. Immutable after compilation, so execute() may be called from several threads
 // at once. With static shapes, intermediates live at planned offsets in an arena; each concurrent
 // execute() takes its own arena from a pool the Executable keeps, so a steady-state run allocates
@@ -105,8 +118,11 @@ class Executable {
   // Inputs in the order of inputs(). Checks count, dtype and shape of each, naming the input and
   // what was expected. Returns the outputs in the order of outputs().
   std::vector<Tensor> execute(const std::vector<Tensor> &inputs) const;
+  // The same, recording the time of every step into `profile` (cleared first) when non-null.
+  std::vector<Tensor> execute(const std::vector<Tensor> &inputs, RunProfile *profile) const;
   // Inputs by name; every input must be given exactly once.
-  std::vector<Tensor> execute(const std::map<std::string, Tensor> &feeds) const;
+  std::vector<Tensor> execute(const std::map<std::string, Tensor> &feeds,
+                              RunProfile *profile = nullptr) const;
 
   const std::vector<ValueInfo> &inputs() const;
   const std::vector<ValueInfo> &outputs() const;

@@ -1,5 +1,6 @@
 // Graph builder, Runtime and Executable bindings.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -26,21 +27,28 @@ struct PyExecutable {
   }
 
   // Read-only arrays are copied (to_tensor's default): an output may alias an input's memory.
-  std::vector<Tensor> execute(nb::args args) const {
-    std::vector<Tensor> outputs;
+  std::vector<Tensor> execute(nb::args args) const { return run(args, nullptr); }
+
+  std::pair<std::vector<Tensor>, RunProfile> execute_profiled(nb::args args) const {
+    RunProfile profile;
+    std::vector<Tensor> outputs = run(args, &profile);
+    return {std::move(outputs), std::move(profile)};
+  }
+
+ private:
+  // Positional inputs, or one dict of name -> array.
+  std::vector<Tensor> run(nb::args args, RunProfile *profile) const {
     if (args.size() == 1 && nb::isinstance<nb::dict>(args[0])) {
       std::map<std::string, Tensor> feeds;
       for (auto [name, value] : nb::cast<nb::dict>(args[0]))
         feeds.emplace(nb::cast<std::string>(name), to_tensor(value));
       nb::gil_scoped_release release;
-      outputs = exe->execute(feeds);
-    } else {
-      std::vector<Tensor> inputs;
-      for (nb::handle value : args) inputs.push_back(to_tensor(value));
-      nb::gil_scoped_release release;
-      outputs = exe->execute(inputs);
+      return exe->execute(feeds, profile);
     }
-    return outputs;
+    std::vector<Tensor> inputs;
+    for (nb::handle value : args) inputs.push_back(to_tensor(value));
+    nb::gil_scoped_release release;
+    return exe->execute(inputs, profile);
   }
 };
 
@@ -190,6 +198,14 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("num_values", &MemorySpaceReport::num_values)
       .def_ro("in_place", &MemorySpaceReport::in_place);
 
+  nb::class_<StepTiming>(m, "StepTiming", "Wall-clock time of one step of one run.")
+      .def_ro("step", &StepTiming::step, "Index into Executable.steps.")
+      .def_ro("start_us", &StepTiming::start_us, "Microseconds from the start of the run.")
+      .def_ro("duration_us", &StepTiming::duration_us);
+  nb::class_<RunProfile>(m, "RunProfile", "Per-step times of one execute_profiled() call.")
+      .def_ro("steps", &RunProfile::steps)
+      .def_ro("total_us", &RunProfile::total_us);
+
   nb::class_<MemoryReport>(m, "MemoryReport", R"doc(
 The memory plan of an Executable. ``planned`` is False when some shapes are known only at run time
 (intermediates then come from the caching allocator).)doc")
@@ -295,6 +311,8 @@ while it runs). It keeps its Runtime alive.)doc")
 execute(*inputs) or execute({name: array}) -> list of lumen.Tensor (zero-copy to NumPy).
 Inputs are array-likes, converted as by lumen.tensor.)doc")
       .def("__call__", &PyExecutable::execute, nb::arg("inputs"))
+      .def("execute_profiled", &PyExecutable::execute_profiled, nb::arg("inputs"), R"doc(
+execute_profiled(*inputs) -> (outputs, RunProfile): the same run, timing every kernel call.)doc")
       .def_prop_ro("inputs", [](const PyExecutable &e) { return e.exe->inputs(); })
       .def_prop_ro("outputs", [](const PyExecutable &e) { return e.exe->outputs(); })
       .def_prop_ro("steps", [](const PyExecutable &e) { return e.exe->steps(); })

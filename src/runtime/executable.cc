@@ -41,11 +41,20 @@ void check_input(const ValueInfo &expected, const Tensor &actual) {
 }  // namespace
 
 std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const {
+  return execute(inputs, nullptr);
+}
+
+std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
+                                        RunProfile *profile) const {
+  StepTimer timer(profile);
   const Impl &p = *impl_;
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) check_input(p.inputs[i], inputs[i]);
-  return p.planned ? p.run_planned(inputs) : p.run_dynamic(inputs);
+  std::vector<Tensor> outputs =
+      p.planned ? p.run_planned(inputs, timer) : p.run_dynamic(inputs, timer);
+  timer.finish();
+  return outputs;
 }
 
 std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
@@ -82,7 +91,8 @@ void Executable::Impl::release_state(std::unique_ptr<RunState> state) const {
   free_states.push_back(std::move(state));
 }
 
-std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inputs) const {
+std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inputs,
+                                                  StepTimer &timer) const {
   std::unique_ptr<RunState> state = acquire_state();
   struct Release {  // returns the state to the pool on every exit, errors included
     const Impl &impl;
@@ -99,8 +109,10 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
       slots[input_slots[i]] = state->contiguous_inputs.back();
     }
   }
-  for (const ExecutionStep &step : steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ExecutionStep &step = steps[i];
     if (step.skip) continue;
+    timer.begin();
     state->kernel_inputs.clear();
     state->kernel_outputs.clear();
     for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
@@ -120,6 +132,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     step.kernel(ctx);
     state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
     state->kernel_outputs = std::move(ctx.outputs);
+    timer.end(i);
   }
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());
@@ -127,12 +140,15 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
   return outputs;
 }
 
-std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inputs) const {
+std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inputs,
+                                                  StepTimer &timer) const {
   std::vector<Tensor> slots = initial_slots;
   for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots[i]] = inputs[i];
   std::vector<TensorType> types;
   std::vector<Tensor> step_inputs;
-  for (const ExecutionStep &step : steps) {
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const ExecutionStep &step = steps[si];
+    timer.begin();
     // Types are re-inferred from the real shapes: graphs may have dims known only at run time.
     types.assign(step.inputs.size(), TensorType{});
     step_inputs.assign(step.inputs.size(), Tensor());
@@ -153,6 +169,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
                                           step.attrs, *pool, step.schema->name, step.node);
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();
+    timer.end(si);
   }
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());
@@ -160,7 +177,8 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
   return outputs;
 }
 
-std::vector<Tensor> Executable::execute(const std::map<std::string, Tensor> &feeds) const {
+std::vector<Tensor> Executable::execute(const std::map<std::string, Tensor> &feeds,
+                                        RunProfile *profile) const {
   std::vector<Tensor> ordered;
   for (const ValueInfo &in : impl_->inputs) {
     auto it = feeds.find(in.name);
@@ -174,7 +192,7 @@ std::vector<Tensor> Executable::execute(const std::map<std::string, Tensor> &fee
       if (!known) fail("execute: unknown input '", name, "'");
     }
   }
-  return execute(ordered);
+  return execute(ordered, profile);
 }
 
 std::string Executable::summary() const {

@@ -2,6 +2,7 @@
 // compiler, read-only afterwards, so executions can share it across threads.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,36 @@ struct RunState {
   std::vector<Tensor> contiguous_inputs;  // copies of non-contiguous caller inputs
 };
 
+// Records per-step times into a RunProfile; does nothing (and reads no clock) without one.
+class StepTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit StepTimer(RunProfile *profile) : profile_(profile) {
+    if (profile_) {
+      profile_->steps.clear();
+      start_ = Clock::now();
+    }
+  }
+  void begin() {
+    if (profile_) step_start_ = Clock::now();
+  }
+  void end(size_t step) {
+    if (!profile_) return;
+    const auto now = Clock::now();
+    profile_->steps.push_back({step, micros(step_start_ - start_), micros(now - step_start_)});
+  }
+  void finish() {
+    if (profile_) profile_->total_us = micros(Clock::now() - start_);
+  }
+
+ private:
+  static double micros(Clock::duration d) {
+    return std::chrono::duration<double, std::micro>(d).count();
+  }
+  RunProfile *profile_;
+  Clock::time_point start_, step_start_;
+};
+
 struct Executable::Impl {
   ThreadPool *pool = nullptr;
   std::vector<ValueInfo> slot_info;
@@ -57,8 +88,8 @@ struct Executable::Impl {
 
   std::unique_ptr<RunState> acquire_state() const;
   void release_state(std::unique_ptr<RunState> state) const;
-  std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs) const;
-  std::vector<Tensor> run_dynamic(const std::vector<Tensor> &inputs) const;
+  std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs, StepTimer &timer) const;
+  std::vector<Tensor> run_dynamic(const std::vector<Tensor> &inputs, StepTimer &timer) const;
 
  private:
   mutable std::mutex states_mutex;

@@ -1,6 +1,6 @@
 // CPU conv2d and fused_conv. General case: im2col + one GEMM per (image, group), on BLAS. A 1x1 /
 // stride-1 / unpadded conv is a GEMM on the input as it lies. Convs with one input channel per
-// group (depthwise) run as direct loops, where im2col would only add copying to a tiny GEMM.
+// group (depthwise) run in depthwise_conv.cc.
 //
 // Threading: with at least as many (image, group) items as threads and a small im2col buffer,
 // each thread takes whole items (single-threaded BLAS inside); otherwise the items run one after
@@ -16,31 +16,12 @@
 
 #include "backends/common/epilogue.h"
 #include "backends/cpu/blas.h"
+#include "backends/cpu/kernels/conv_params.h"
+#include "backends/cpu/kernels/depthwise_conv.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-struct ConvParams {
-  int64_t n, c, h, w;     // input
-  int64_t m, cg, kh, kw;  // weight
-  int64_t oh, ow;         // output
-  int64_t group, mg;
-  int64_t sh, sw, pt, pl, dh, dw;
-};
-
-inline int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-// Output columns o in [lo, hi) whose input column o * stride + offset lies in [0, size).
-inline void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t out, int64_t &lo,
-                        int64_t &hi) {
-  lo = offset >= 0 ? 0 : ceil_div(-offset, stride);
-  hi = size - offset <= 0 ? 0 : ceil_div(size - offset, stride);
-  lo = std::min(lo, out);
-  hi = std::clamp(hi, lo, out);
-}
 
 // Rows [row_begin, row_end) of the im2col matrix [cg * kh * kw, oh * ow] for one image and group;
 // `x` points at the group's first input channel.
@@ -72,30 +53,6 @@ void im2col_rows(const ConvParams &p, const T *x, T *col, int64_t row_begin, int
   }
 }
 
-// One output plane of a conv whose output channel `m` reads a single input channel `xc`.
-template <class T>
-void direct_plane(const ConvParams &p, const T *xc, const T *wm, T bias, T *y) {
-  std::fill(y, y + p.oh * p.ow, bias);
-  for (int64_t a = 0; a < p.kh; ++a)
-    for (int64_t b = 0; b < p.kw; ++b) {
-      const T wv = wm[a * p.kw + b];
-      const int64_t col_offset = b * p.dw - p.pl;
-      int64_t lo, hi;
-      valid_range(col_offset, p.sw, p.w, p.ow, lo, hi);
-      for (int64_t i = 0; i < p.oh; ++i) {
-        const int64_t ih = i * p.sh - p.pt + a * p.dh;
-        if (ih < 0 || ih >= p.h) continue;
-        const T *src = xc + ih * p.w + lo * p.sw + col_offset;
-        T *dst = y + i * p.ow + lo;
-        const int64_t count = hi - lo;
-        if (p.sw == 1)
-          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j];
-        else
-          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j * p.sw];
-      }
-    }
-}
-
 // conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
 template <class T>
 void conv2d_with_epilogue(KernelContext &ctx, const T *residual, const Epilogue<T> &epilogue) {
@@ -124,23 +81,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const T *residual, const Epilogue<
   const bool has_epilogue = residual || epilogue.has_activation();
   const int64_t in_plane = checked_mul(p.h, p.w), out_plane = checked_mul(p.oh, p.ow);
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
-  const int64_t kernel_area = p.kh * p.kw;
 
   if (p.cg == 1) {
-    // Depthwise (or depthwise with a channel multiplier): output channel m reads channel m / mg.
-    const int64_t planes = checked_mul(p.n, p.m);
-    const int64_t grain =
-        std::max<int64_t>(1, 65536 / std::max<int64_t>(1, out_plane * kernel_area));
-    ctx.pool.parallel_for(planes, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t q = begin; q < end; ++q) {
-        const int64_t n = q / p.m, m = q % p.m;
-        direct_plane(p, x + (n * p.c + m / p.mg) * in_plane, w + m * kernel_area,
-                     bias ? bias[m] : T(0), y + q * out_plane);
-        if (has_epilogue)
-          epilogue.apply(y + q * out_plane, out_plane, nullptr,
-                         residual ? residual + q * out_plane : nullptr);
-      }
-    });
+    depthwise_conv2d(ctx.pool, p, x, w, bias, residual, epilogue, y);
     return;
   }
 
