@@ -136,6 +136,14 @@ Executable *Graph::compile(Runtime *runtime) const {
     const DType dtype = kernel_dtype(types);
     step.backend = &select_backend(n->op(), dtype, runtime->options().backend, n->name());
     step.kernel = step.backend->find_kernel(n->op(), dtype);
+    if (PrepareFn prepare = step.backend->find_prepare(n->op(), dtype)) {
+      PrepareContext pctx{.attrs = step.attrs, .op = n->op(), .node = n->name()};
+      for (const Value *in : n->inputs()) {
+        pctx.constants.push_back(in && in->is_constant() ? &in->constant() : nullptr);
+        pctx.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
+      }
+      step.prepared = prepare(pctx);
+    }
     impl->step_info.push_back({n->name(), n->op(), std::string(step.backend->name()),
                                std::string(dtype_name(dtype)), n->attrs().to_string()});
     last_use.resize(impl->slot_info.size(), -1);

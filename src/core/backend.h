@@ -27,6 +27,9 @@ class Backend {
 
   const KernelRegistry &kernels() const { return kernel_registry(name()); }
   KernelFn find_kernel(std::string_view op, DType dtype) const { return kernels().find(op, dtype); }
+  PrepareFn find_prepare(std::string_view op, DType dtype) const {
+    return kernels().find_prepare(op, dtype);
+  }
   bool supports(std::string_view op, DType dtype) const {
     return find_kernel(op, dtype) != nullptr;
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "lumen/attributes.h"
 #include "lumen/device.h"
 #include "lumen/error.h"
+#include "lumen/shape.h"
 
 namespace lumen {
 
@@ -28,6 +30,9 @@ struct KernelContext {
   Stream *stream = nullptr;
   std::string_view op;
   std::string_view node;
+  // What the kernel's prepare function built from this step's constant inputs at compile time
+  // (packed weights), or nullptr: eager calls, or no prepare function. The kernel knows its type.
+  const void *prepared = nullptr;
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor &input(size_t i) const { return *inputs.at(i); }
@@ -53,16 +58,40 @@ struct KernelContext {
 
 using KernelFn = void (*)(KernelContext &);
 
+// What a prepare function sees when a step is compiled: the node's attributes, the compile-time
+// shape of each input and, for inputs that are constants, their values.
+struct PrepareContext {
+  std::vector<const Tensor *> constants;  // per input: the constant, nullptr for other inputs
+  std::vector<Shape> input_shapes;        // per input (dims may be unknown)
+  const Attributes &attrs;
+  std::string_view op;
+  std::string_view node;
+
+  const Tensor *constant(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
+  template <class... Args>
+  [[noreturn]] void fail(const Args &...args) const {
+    ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);
+  }
+};
+
+// Work done once per compiled step instead of once per run, typically packing constant weights
+// into the layout the kernel's inner loops read. Returns nullptr when there is nothing to do (a
+// weight that is not constant, say); the kernel then works from its inputs as usual.
+using PrepareFn = std::shared_ptr<const void> (*)(const PrepareContext &);
+
 class KernelRegistry {
  public:
   void add(std::string op, const std::vector<DType> &dtypes, KernelFn fn);
   KernelFn find(std::string_view op, DType dtype) const;  // nullptr when none
+  void add_prepare(std::string op, const std::vector<DType> &dtypes, PrepareFn fn);
+  PrepareFn find_prepare(std::string_view op, DType dtype) const;  // nullptr when none
   // Every (op, dtype) this registry has, sorted.
   std::vector<std::pair<std::string, DType>> entries() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, DType>, KernelFn, std::less<>> kernels_;
+  std::map<std::pair<std::string, DType>, PrepareFn, std::less<>> prepares_;
 };
 
 // The kernel registry of the backend named `backend`, created on first use (static-init safe).
@@ -75,6 +104,12 @@ KernelRegistry &kernel_registry(std::string_view backend);
   static const bool LUMEN_KERNEL_CONCAT(lumen_kernel_registered_, __LINE__) = [] { \
     ::lumen::kernel_registry(backend).add(op, {__VA_ARGS__}, fn);                  \
     return true;                                                                   \
+  }()
+// LUMEN_REGISTER_PREPARE("cpu", "conv2d", pack_conv_weights, DType::Float32);
+#define LUMEN_REGISTER_PREPARE(backend, op, fn, ...)                                \
+  static const bool LUMEN_KERNEL_CONCAT(lumen_prepare_registered_, __LINE__) = [] { \
+    ::lumen::kernel_registry(backend).add_prepare(op, {__VA_ARGS__}, fn);           \
+    return true;                                                                    \
   }()
 #define LUMEN_KERNEL_CONCAT_INNER(a, b) a##b
 #define LUMEN_KERNEL_CONCAT(a, b) LUMEN_KERNEL_CONCAT_INNER(a, b)

@@ -20,6 +20,21 @@ KernelFn KernelRegistry::find(std::string_view op, DType dtype) const {
   return it == kernels_.end() ? nullptr : it->second;
 }
 
+void KernelRegistry::add_prepare(std::string op, const std::vector<DType> &dtypes, PrepareFn fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (DType dtype : dtypes) {
+    auto [it, inserted] = prepares_.emplace(std::make_pair(op, dtype), fn);
+    if (!inserted)
+      fail("prepare function for op '", op, "' and dtype ", dtype_name(dtype), " registered twice");
+  }
+}
+
+PrepareFn KernelRegistry::find_prepare(std::string_view op, DType dtype) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = prepares_.find(std::make_pair(std::string(op), dtype));
+  return it == prepares_.end() ? nullptr : it->second;
+}
+
 std::vector<std::pair<std::string, DType>> KernelRegistry::entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<std::string, DType>> out;

@@ -128,7 +128,8 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
                       .attrs = step.attrs,
                       .pool = *pool,
                       .op = step.schema->name,
-                      .node = step.node};
+                      .node = step.node,
+                      .prepared = step.prepared.get()};
     step.kernel(ctx);
     state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
     state->kernel_outputs = std::move(ctx.outputs);
@@ -165,8 +166,9 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       ctx.values.push_back(&step_inputs[i]);
     }
     const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
-    std::vector<Tensor> outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types,
-                                          step.attrs, *pool, step.schema->name, step.node);
+    std::vector<Tensor> outs =
+        run_kernel(step.kernel, *step.backend, step_inputs, out_types, step.attrs, *pool,
+                   step.schema->name, step.node, step.prepared.get());
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();
     timer.end(si);

@@ -20,8 +20,9 @@ struct ExecutionStep {
   Attributes attrs;
   Backend *backend;
   KernelFn kernel;
-  std::vector<int> inputs;   // slot per input, -1 for an omitted optional input
-  std::vector<int> outputs;  // slot per output
+  std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
+  std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
+  std::vector<int> outputs;              // slot per output
   std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
   bool skip = false;  // planned: a view whose output already aliases its input in the arena

@@ -25,7 +25,8 @@ Backend &select_backend(std::string_view op, DType dtype, std::string_view backe
 
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
                                const std::vector<TensorType> &types, const Attributes &attrs,
-                               ThreadPool &pool, std::string_view op, std::string_view node) {
+                               ThreadPool &pool, std::string_view op, std::string_view node,
+                               const void *prepared) {
   std::vector<Tensor> contiguous_inputs;
   contiguous_inputs.reserve(inputs.size());
   for (const Tensor &t : inputs) contiguous_inputs.push_back(t.defined() ? t.contiguous() : t);
@@ -34,7 +35,7 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vec
   for (const TensorType &type : types)
     outputs.push_back(Tensor::empty(type.shape, type.dtype, &backend.allocator()));
 
-  KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node};
+  KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
   for (const Tensor &t : contiguous_inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   for (Tensor &t : outputs) ctx.outputs.push_back(&t);
   kernel(ctx);

@@ -21,6 +21,7 @@ DType kernel_dtype(const std::vector<const TensorType *> &inputs);
 // Runs the kernel with inputs already checked; allocates and returns the outputs of `types`.
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
                                const std::vector<TensorType> &types, const Attributes &attrs,
-                               ThreadPool &pool, std::string_view op, std::string_view node);
+                               ThreadPool &pool, std::string_view op, std::string_view node,
+                               const void *prepared = nullptr);
 
 }  // namespace lumen

@@ -96,6 +96,19 @@ class Epilogue {
     std::visit([&](const auto &f) { apply_block(f, y, count, bias, residual); }, fn_);
   }
 
+  // y[i] = act(y[i] + bias + residual[i]): one bias for the whole block (a conv's output
+  // channel); residual may be nullptr.
+  void apply_scalar_bias(T *y, int64_t count, T bias, const T *residual) const {
+    std::visit(
+        [&](const auto &f) {
+          if (residual)
+            for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias + residual[i]);
+          else
+            for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias);
+        },
+        fn_);
+  }
+
  private:
   using Fn = std::variant<act::Identity<T>, act::Relu<T>, act::LeakyRelu<T>, act::Clip<T>,
                           act::Sigmoid<T>, act::Silu<T>, act::Tanh<T>, act::Gelu<T>,

@@ -1,34 +1,66 @@
-// CPU matmul, gemm, fused_matmul and fused_gemm on BLAS, threaded through the runtime's pool
-// (see blas.h). The fused ops compute the product in blocks of output rows and finish each block
-// with the epilogue (bias, activation: backends/common/epilogue.h) while it is still in cache.
+// CPU matmul, gemm, fused_matmul and fused_gemm. float32 runs on Lumen's own GEMM (gemm/sgemm.h)
+// with a constant B packed once when the model is compiled (the prepare functions below);
+// float64 runs on BLAS. Both compute the product in blocks of C and finish each block (alpha,
+// beta * C, bias, activation: backends/common/epilogue.h) right after it, while it is in cache.
 #include <algorithm>
-#include <vector>
+#include <memory>
+#include <type_traits>
 
 #include "backends/common/epilogue.h"
 #include "backends/common/matmul_plan.h"
 #include "backends/cpu/blas.h"
+#include "backends/cpu/gemm/sgemm.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-// Rows of C = alpha * op(A) op(B) + beta * C in blocks that fit in cache, over `parts` threads of
-// `pool`; `fill(r0, r1)` prepares rows [r0, r1) of C before their GEMM and `finish(r0, r1)` runs
-// the epilogue on them right after it.
-template <class T, class Fill, class Finish>
-void gemm_row_blocks(ThreadPool &pool, int64_t parts, bool trans_a, bool trans_b, int64_t m,
-                     int64_t n, int64_t k, T alpha, const T *a, int64_t lda, const T *b,
-                     int64_t ldb, T beta, T *c, int64_t ldc, const Fill &fill,
-                     const Finish &finish) {
-  const int64_t block_rows =
-      std::max<int64_t>(16, kEpilogueBlockBytes / static_cast<int64_t>(sizeof(T) * size_t(n)));
-  for_each_output_block(&pool, m, block_rows, parts, [&](int64_t r0, int64_t r1) {
-    fill(r0, r1);
-    // Row r of op(A) is row r of A, or column r of A when transposed.
-    blas::gemm(trans_a, trans_b, r1 - r0, n, k, alpha, a + (trans_a ? r0 : r0 * lda), lda, b, ldb,
-               beta, c + r0 * ldc, ldc);
-    finish(r0, r1);
-  });
+// C[m, n] = op(A) op(B) over up to `max_threads` threads (0: the pool), then `finish` on every
+// finished block of C (nullptr: none). `packed_b`, when given, is B packed ahead of time.
+template <class T>
+void product(ThreadPool &pool, int64_t max_threads, bool trans_a, bool trans_b, int64_t m,
+             int64_t n, int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
+             const cpu::PackedB *packed_b, T *c, int64_t ldc, const cpu::GemmFinish *finish) {
+  if constexpr (std::is_same_v<T, float>) {
+    const cpu::StridedA sa(a, lda, trans_a);
+    const cpu::StridedB sb(b, ldb, trans_b);
+    const cpu::GemmB &gb = packed_b ? static_cast<const cpu::GemmB &>(*packed_b) : sb;
+    cpu::sgemm(pool, m, n, k, sa, gb, c, ldc, {.max_threads = max_threads, .finish = finish});
+  } else {
+    // BLAS in blocks of rows small enough to stay in L2 until `finish` has run on them.
+    int64_t parts = gemm_parts(pool, m, n, k);
+    if (max_threads > 0) parts = std::min(parts, max_threads);
+    const int64_t block_rows =
+        std::max<int64_t>(16, kEpilogueBlockBytes / static_cast<int64_t>(sizeof(T) * size_t(n)));
+    for_each_output_block(&pool, m, block_rows, parts, [&](int64_t r0, int64_t r1) {
+      // Row r of op(A) is row r of A, or column r of A when transposed.
+      blas::gemm(trans_a, trans_b, r1 - r0, n, k, T(1), a + (trans_a ? r0 : r0 * lda), lda, b, ldb,
+                 T(0), c + r0 * ldc, ldc);
+      if (finish) (*finish)(r0, r1, 0, n);
+    });
+  }
+}
+
+const cpu::PackedB *packed_b(const KernelContext &ctx) {
+  return static_cast<const cpu::PackedB *>(ctx.prepared);
+}
+
+// Packs a constant float32 B [k, n] (or [n, k] with transB) once per compiled step.
+std::shared_ptr<const void> pack_constant_b(const PrepareContext &ctx, bool trans_b) {
+  const Tensor *b = ctx.constant(1);
+  if (!b || b->dtype() != DType::Float32 || b->rank() != 2) return nullptr;
+  const int64_t rows = b->shape()[0], cols = b->shape()[1];
+  const int64_t k = trans_b ? cols : rows, n = trans_b ? rows : cols;
+  return std::make_shared<cpu::PackedB>(cpu::StridedB(b->data<float>(), cols, trans_b), k, n,
+                                        cpu::default_f32_gemm_microkernel());
+}
+
+std::shared_ptr<const void> prepare_matmul(const PrepareContext &ctx) {
+  return pack_constant_b(ctx, false);
+}
+
+std::shared_ptr<const void> prepare_gemm(const PrepareContext &ctx) {
+  return pack_constant_b(ctx, ctx.attrs.get_int("transB", 0) != 0);
 }
 
 // matmul when `bias` is nullptr and `epilogue` has no activation; fused_matmul otherwise.
@@ -44,48 +76,37 @@ void matmul_with_epilogue(KernelContext &ctx, const T *bias, const Epilogue<T> &
   T *y = ctx.output(0).data<T>();
   const int64_t mk = checked_mul(m, k), kn = checked_mul(k, n), mn = checked_mul(m, n);
   const bool has_epilogue = bias || epilogue.has_activation();
-  // y = a @ b for `rows` rows of a, over `parts` threads, each row block finished by the epilogue.
-  auto rows_with_epilogue = [&](int64_t parts, int64_t rows, const T *at, const T *bt, T *yt) {
-    gemm_row_blocks(
-        ctx.pool, parts, false, false, rows, n, k, T(1), at, k, bt, n, T(0), yt, n,
-        [](int64_t, int64_t) {},
-        [&](int64_t r0, int64_t r1) {
-          if (!bias) return epilogue.apply(yt + r0 * n, (r1 - r0) * n, nullptr, nullptr);
-          for (int64_t r = r0; r < r1; ++r) epilogue.apply(yt + r * n, n, bias, nullptr);
-        });
-  };
+  const cpu::PackedB *packed = plan.b_constant ? packed_b(ctx) : nullptr;
 
+  // y[rows, n] = a @ b, each finished block through the epilogue.
+  auto rows_product = [&](int64_t max_threads, int64_t rows, const T *at, const T *bt, T *yt) {
+    const cpu::GemmFinish finish = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      for (int64_t r = r0; r < r1; ++r)
+        epilogue.apply(yt + r * n + c0, c1 - c0, bias ? bias + c0 : nullptr, nullptr);
+    };
+    product<T>(ctx.pool, max_threads, false, false, rows, n, k, at, k, bt, n, packed, yt, n,
+               has_epilogue ? &finish : nullptr);
+  };
   if (plan.a_dense && plan.b_constant) {
     // [batch..., m, k] @ [k, n]: the batches of A are consecutive rows, so one tall GEMM.
-    const int64_t rows = checked_mul(batches, m);
-    if (has_epilogue)
-      rows_with_epilogue(gemm_parts(ctx.pool, rows, n, k), rows, a, b, y);
-    else
-      blas::parallel_gemm(ctx.pool, false, false, rows, n, k, T(1), a, k, b, n, T(0), y, n);
+    rows_product(0, checked_mul(batches, m), a, b, y);
     return;
   }
-  auto one = [&](int64_t t, bool threaded) {
-    const T *at = a + plan.a[t] * mk;
-    const T *bt = b + plan.b[t] * kn;
-    T *yt = y + t * mn;
-    if (has_epilogue)
-      rows_with_epilogue(threaded ? gemm_parts(ctx.pool, m, n, k) : 1, m, at, bt, yt);
-    else if (threaded)
-      blas::parallel_gemm(ctx.pool, false, false, m, n, k, T(1), at, k, bt, n, T(0), yt, n);
-    else
-      blas::gemm(false, false, m, n, k, T(1), at, k, bt, n, T(0), yt, n);
+  auto one = [&](int64_t t, int64_t max_threads) {
+    rows_product(max_threads, m, a + plan.a[t] * mk, b + plan.b[t] * kn, y + t * mn);
   };
   if (batches >= ctx.pool.size()) {
     // Enough matrices to keep every thread busy: one single-threaded GEMM per matrix.
     ctx.pool.parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) one(t, false);
+      for (int64_t t = begin; t < end; ++t) one(t, 1);
     });
   } else {
-    for (int64_t t = 0; t < batches; ++t) one(t, true);
+    for (int64_t t = 0; t < batches; ++t) one(t, 0);
   }
 }
 
-// gemm when `epilogue` has no activation; fused_gemm otherwise.
+// gemm when `epilogue` has no activation; fused_gemm otherwise:
+// Y = act(alpha * op(A) op(B) + beta * C), C broadcast to [m, n].
 template <class T>
 void gemm_with_epilogue(KernelContext &ctx, const Epilogue<T> &epilogue) {
   const Tensor &ta = ctx.input(0), &tb = ctx.input(1);
@@ -101,31 +122,26 @@ void gemm_with_epilogue(KernelContext &ctx, const Epilogue<T> &epilogue) {
   const Shape c_shape = c ? ctx.input(2).shape() : Shape{};
   const int64_t c_rows = c_shape.rank() == 2 ? c_shape[0] : 1;
   const int64_t c_cols = c_shape.rank() == 0 ? 1 : c_shape[c_shape.rank() - 1];
-  // Y = beta * C (broadcast), then the GEMM accumulates into it. Scaling here rather than in
-  // BLAS keeps beta == 0 with NaN in C identical to the reference (0 * NaN = NaN).
-  auto fill_rows = [&](int64_t r0, int64_t r1) {
-    if (!c) return;
+  // A bias row added as is: the epilogue's own (vectorized) bias path.
+  const bool row_bias = c && c_rows == 1 && c_cols == n && beta == T(1) && alpha == T(1);
+  const bool has_finish = c || alpha != T(1) || epilogue.has_activation();
+  // beta * C is computed even when beta == 0, so NaN in C propagates as in the reference.
+  const cpu::GemmFinish finish = [&](int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     for (int64_t i = r0; i < r1; ++i) {
-      const T *crow = c + (c_rows == 1 ? 0 : i) * c_cols;
       T *yrow = y + i * n;
-      if (c_cols == 1)
-        std::fill(yrow, yrow + n, beta * crow[0]);
-      else
-        for (int64_t j = 0; j < n; ++j) yrow[j] = beta * crow[j];
+      if (row_bias) {
+        epilogue.apply(yrow + j0, j1 - j0, c + j0, nullptr);
+        continue;
+      }
+      const T *crow = c ? c + (c_rows == 1 ? 0 : i) * c_cols : nullptr;
+      for (int64_t j = j0; j < j1; ++j)
+        yrow[j] = alpha * yrow[j] + (crow ? beta * crow[c_cols == 1 ? 0 : j] : T(0));
+      epilogue.apply(yrow + j0, j1 - j0, nullptr, nullptr);
     }
   };
-  const T gemm_beta = c ? T(1) : T(0);
   const T *a = ta.data<T>(), *b = tb.data<T>();
-  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
-  if (epilogue.has_activation()) {
-    gemm_row_blocks(ctx.pool, gemm_parts(ctx.pool, m, n, k), trans_a, trans_b, m, n, k, alpha, a,
-                    lda, b, ldb, gemm_beta, y, n, fill_rows, [&](int64_t r0, int64_t r1) {
-                      epilogue.apply(y + r0 * n, (r1 - r0) * n, nullptr, nullptr);
-                    });
-    return;
-  }
-  fill_rows(0, m);
-  blas::parallel_gemm(ctx.pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, gemm_beta, y, n);
+  product<T>(ctx.pool, 0, trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n,
+             packed_b(ctx), y, n, has_finish ? &finish : nullptr);
 }
 
 template <class T>
@@ -162,6 +178,10 @@ LUMEN_REGISTER_KERNEL("cpu", "fused_matmul", fused_matmul<float>, DType::Float32
 LUMEN_REGISTER_KERNEL("cpu", "fused_matmul", fused_matmul<double>, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "fused_gemm", fused_gemm<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "fused_gemm", fused_gemm<double>, DType::Float64);
+LUMEN_REGISTER_PREPARE("cpu", "matmul", prepare_matmul, DType::Float32);
+LUMEN_REGISTER_PREPARE("cpu", "fused_matmul", prepare_matmul, DType::Float32);
+LUMEN_REGISTER_PREPARE("cpu", "gemm", prepare_gemm, DType::Float32);
+LUMEN_REGISTER_PREPARE("cpu", "fused_gemm", prepare_gemm, DType::Float32);
 
 }  // namespace
 }  // namespace lumen

@@ -1,0 +1,214 @@
+#include "backends/cpu/gemm/sgemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "lumen/error.h"
+
+namespace lumen::cpu {
+namespace {
+
+// Cache blocking. A kc x nr B panel (32 KiB at kc = 256, nr = 32) stays in L1 while the
+// micro-kernel walks an mc x kc block of A in L2; the kc x nc block of B stays in L2 as well.
+constexpr int64_t kDepthBlock = 256;   // kc
+constexpr int64_t kRowBlock = 192;     // mc, rounded to a multiple of mr
+constexpr int64_t kColumnBlock = 512;  // nc, a multiple of every nr
+constexpr double kMinMacsPerThread = 128.0 * 1024.0;
+
+std::shared_ptr<float[]> aligned_floats(size_t count) {
+  constexpr std::align_val_t kAlign{64};
+  float *p =
+      static_cast<float *>(::operator new[](std::max<size_t>(count, 1) * sizeof(float), kAlign));
+  return std::shared_ptr<float[]>(p, [](float *q) { ::operator delete[](q, kAlign); });
+}
+
+// Per-thread packing buffers, grown on demand and kept: a warm GEMM allocates nothing.
+struct Workspace {
+  std::shared_ptr<float[]> a, b;
+  size_t a_size = 0, b_size = 0;
+  float *a_buffer(size_t count) { return grow(a, a_size, count); }
+  float *b_buffer(size_t count) { return grow(b, b_size, count); }
+
+ private:
+  static float *grow(std::shared_ptr<float[]> &buf, size_t &size, size_t count) {
+    if (count > size) {
+      buf = aligned_floats(count);
+      size = count;
+    }
+    return buf.get();
+  }
+};
+
+Workspace &thread_workspace() {
+  thread_local Workspace workspace;
+  return workspace;
+}
+
+int64_t round_up(int64_t v, int64_t multiple) {
+  return (v + multiple - 1) / multiple * multiple;
+}
+
+// One thread's share of C: rows [m_begin, m_end) x columns [n_begin, n_end).
+void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end, int64_t k,
+                  const GemmA &a, const GemmB &b, float *c, int64_t ldc, const GemmOptions &options,
+                  const F32GemmMicrokernel &uk) {
+  if (m_begin >= m_end || n_begin >= n_end) return;
+  if (k == 0) {
+    if (!options.accumulate)
+      for (int64_t i = m_begin; i < m_end; ++i)
+        std::fill(c + i * ldc + n_begin, c + i * ldc + n_end, 0.0f);
+    if (options.finish) (*options.finish)(m_begin, m_end, n_begin, n_end);
+    return;
+  }
+  const int64_t mr = uk.mr, nr = uk.nr;
+  const int64_t row_block = round_up(kRowBlock, mr);
+  Workspace &ws = thread_workspace();
+  float *a_buffer =
+      a.prepacked() ? nullptr : ws.a_buffer(static_cast<size_t>(row_block * kDepthBlock));
+  float *b_buffer =
+      b.prepacked() ? nullptr : ws.b_buffer(static_cast<size_t>(kColumnBlock * kDepthBlock));
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kColumnBlock) {
+    const int64_t nc = std::min(kColumnBlock, n_end - n0);
+    for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
+      const int64_t kc = std::min(kDepthBlock, k - k0);
+      const bool accumulate = options.accumulate || k0 > 0;
+      const PanelBlock bp = b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
+        const int64_t mc = std::min(row_block, m_end - m0);
+        const PanelBlock ap = a.panels(m0, mc, k0, kc, uk.mr, a_buffer);
+        for (int64_t j = 0; j * nr < nc; ++j) {
+          const float *b_panel = bp.data + j * bp.panel_stride;
+          const int n = static_cast<int>(std::min(nr, nc - j * nr));
+          float *c_col = c + n0 + j * nr;
+          for (int64_t i = 0; i * mr < mc; ++i)
+            uk.run(kc, ap.data + i * ap.panel_stride, b_panel, c_col + (m0 + i * mr) * ldc, ldc,
+                   static_cast<int>(std::min(mr, mc - i * mr)), n, accumulate);
+        }
+        if (options.finish && k0 + kc >= k) (*options.finish)(m0, m0 + mc, n0, n0 + nc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr,
+                            float *buffer) const {
+  for (int64_t i = 0; i * mr < mc; ++i) {
+    const int64_t r0 = m0 + i * mr;
+    const int rows = static_cast<int>(std::min<int64_t>(mr, m0 + mc - r0));
+    float *dst = buffer + i * kc * mr;
+    if (trans_) {
+      for (int64_t p = 0; p < kc; ++p, dst += mr) {
+        const float *src = a_ + (k0 + p) * ld_ + r0;
+        std::memcpy(dst, src, static_cast<size_t>(rows) * sizeof(float));
+        std::fill(dst + rows, dst + mr, 0.0f);
+      }
+    } else {
+      const float *src = a_ + r0 * ld_ + k0;
+      for (int64_t p = 0; p < kc; ++p, dst += mr) {
+        for (int r = 0; r < rows; ++r) dst[r] = src[r * ld_ + p];
+        std::fill(dst + rows, dst + mr, 0.0f);
+      }
+    }
+  }
+  return {buffer, kc * mr};
+}
+
+PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
+                            float *buffer) const {
+  for (int64_t j = 0; j * nr < nc; ++j) {
+    const int64_t c0 = n0 + j * nr;
+    const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
+    float *dst = buffer + j * kc * nr;
+    if (trans_) {
+      const float *src = b_ + c0 * ld_ + k0;
+      for (int64_t p = 0; p < kc; ++p, dst += nr) {
+        for (int col = 0; col < cols; ++col) dst[col] = src[col * ld_ + p];
+        std::fill(dst + cols, dst + nr, 0.0f);
+      }
+    } else {
+      const float *src = b_ + k0 * ld_ + c0;
+      for (int64_t p = 0; p < kc; ++p, dst += nr, src += ld_) {
+        std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
+        std::fill(dst + cols, dst + nr, 0.0f);
+      }
+    }
+  }
+  return {buffer, kc * nr};
+}
+
+PackedA::PackedA(const GemmA &source, int64_t m, int64_t k, const F32GemmMicrokernel &kernel)
+    : m_(m), k_(k), mr_(kernel.mr) {
+  const int64_t panels = (m + mr_ - 1) / mr_;
+  data_ = aligned_floats(static_cast<size_t>(checked_mul(checked_mul(panels, k), mr_)));
+  // Panel by panel over the whole depth, so a kc slice of a panel is contiguous.
+  for (int64_t i = 0; i < panels; ++i) {
+    float *dst = data_.get() + i * k * mr_;
+    const PanelBlock block =
+        source.panels(i * mr_, std::min<int64_t>(mr_, m - i * mr_), 0, k, mr_, dst);
+    if (block.data != dst)
+      std::memcpy(dst, block.data, static_cast<size_t>(k * mr_) * sizeof(float));
+  }
+}
+
+PanelBlock PackedA::panels(int64_t m0, int64_t, int64_t k0, int64_t, int mr, float *) const {
+  if (mr != mr_ || m0 % mr_ != 0) fail("PackedA: packed for mr=", mr_, ", asked for mr=", mr);
+  return {data_.get() + (m0 / mr_) * k_ * mr_ + k0 * mr_, k_ * mr_};
+}
+
+PackedB::PackedB(const GemmB &source, int64_t k, int64_t n, const F32GemmMicrokernel &kernel)
+    : k_(k), n_(n), nr_(kernel.nr) {
+  const int64_t panels = (n + nr_ - 1) / nr_;
+  data_ = aligned_floats(static_cast<size_t>(checked_mul(checked_mul(panels, k), nr_)));
+  for (int64_t j = 0; j < panels; ++j) {
+    float *dst = data_.get() + j * k * nr_;
+    const PanelBlock block =
+        source.panels(j * nr_, std::min<int64_t>(nr_, n - j * nr_), 0, k, nr_, dst);
+    if (block.data != dst)
+      std::memcpy(dst, block.data, static_cast<size_t>(k * nr_) * sizeof(float));
+  }
+}
+
+PanelBlock PackedB::panels(int64_t n0, int64_t, int64_t k0, int64_t, int nr, float *) const {
+  if (nr != nr_ || n0 % nr_ != 0) fail("PackedB: packed for nr=", nr_, ", asked for nr=", nr);
+  return {data_.get() + (n0 / nr_) * k_ * nr_ + k0 * nr_, k_ * nr_};
+}
+
+int64_t sgemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
+  const double macs = double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  return std::max<int64_t>(1, std::min<int64_t>(pool.size(), int64_t(macs / kMinMacsPerThread)));
+}
+
+void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, const GemmB &b,
+           float *c, int64_t ldc, const GemmOptions &options) {
+  if (m <= 0 || n <= 0) return;
+  const F32GemmMicrokernel &uk = options.kernel ? *options.kernel : default_f32_gemm_microkernel();
+  int64_t parts = sgemm_threads(pool, m, n, k);
+  if (options.max_threads > 0) parts = std::min(parts, options.max_threads);
+  const int64_t panels_m = (m + uk.mr - 1) / uk.mr, panels_n = (n + uk.nr - 1) / uk.nr;
+  // Split the dimension that leaves the fewest tiles on the busiest thread; on a tie, split so
+  // the threads share the prepacked operand (each packs its own slice of the other).
+  const int64_t busiest_if_m = (panels_m + parts - 1) / parts * panels_n;
+  const int64_t busiest_if_n = (panels_n + parts - 1) / parts * panels_m;
+  const bool split_n = busiest_if_n != busiest_if_m     ? busiest_if_n < busiest_if_m
+                       : a.prepacked() != b.prepacked() ? a.prepacked()
+                                                        : n >= m;
+  const int64_t panels = split_n ? panels_n : panels_m;
+  parts = std::min(parts, panels);
+  if (parts <= 1) return sgemm_region(0, m, 0, n, k, a, b, c, ldc, options, uk);
+  pool.parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      const int64_t p0 = panels * part / parts, p1 = panels * (part + 1) / parts;
+      if (split_n)
+        sgemm_region(0, m, std::min(n, p0 * uk.nr), std::min(n, p1 * uk.nr), k, a, b, c, ldc,
+                     options, uk);
+      else
+        sgemm_region(std::min(m, p0 * uk.mr), std::min(m, p1 * uk.mr), 0, n, k, a, b, c, ldc,
+                     options, uk);
+    }
+  });
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,74 @@
+#include "backends/cpu/kernels/im2col_panels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lumen/error.h"
+
+namespace lumen::cpu {
+namespace {
+
+// A run of a panel's columns that lie on one output row: columns [t, t + count) of the panel are
+// output pixels (oy, ox .. ox + count).
+struct Segment {
+  int64_t oy, ox;
+  int t, count;
+};
+
+}  // namespace
+
+PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
+                           float *buffer) const {
+  const ConvParams &p = p_;
+  const int64_t kernel_area = p.kh * p.kw;
+  Segment segments[64];  // a panel spans at most nr segments
+  if (nr > 64) fail("im2col panels: nr=", nr, " is wider than 64");
+  for (int64_t j = 0; j * nr < nc; ++j) {
+    const int64_t c0 = n0 + j * nr;
+    const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
+    int num_segments = 0;
+    for (int t = 0; t < cols;) {
+      const int64_t pixel = c0 + t;
+      const int64_t oy = pixel / p.ow, ox = pixel % p.ow;
+      const int count = static_cast<int>(std::min<int64_t>(cols - t, p.ow - ox));
+      segments[num_segments++] = {oy, ox, t, count};
+      t += count;
+    }
+    float *dst = buffer + j * kc * nr;
+    // Walk k = (channel, kernel row a, kernel column b) incrementally: no divisions per row.
+    int64_t ci = k0 / kernel_area, a = (k0 / p.kw) % p.kh, b = k0 % p.kw;
+    for (int64_t q = 0; q < kc; ++q, dst += nr) {
+      const float *xc = x_ + ci * p.h * p.w;
+      for (int s = 0; s < num_segments; ++s) {
+        const Segment &seg = segments[s];
+        float *out = dst + seg.t;
+        const int64_t iy = seg.oy * p.sh - p.pt + a * p.dh;
+        if (iy < 0 || iy >= p.h) {
+          std::fill(out, out + seg.count, 0.0f);
+          continue;
+        }
+        const int64_t ix0 = seg.ox * p.sw - p.pl + b * p.dw;  // input column of the first pixel
+        int64_t lo, hi;
+        valid_range(ix0, p.sw, p.w, seg.count, lo, hi);
+        const float *row = xc + iy * p.w;
+        std::fill(out, out + lo, 0.0f);
+        if (p.sw == 1)
+          std::memcpy(out + lo, row + ix0 + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+        else
+          for (int64_t i = lo; i < hi; ++i) out[i] = row[ix0 + i * p.sw];
+        std::fill(out + hi, out + seg.count, 0.0f);
+      }
+      std::fill(dst + cols, dst + nr, 0.0f);
+      if (++b == p.kw) {
+        b = 0;
+        if (++a == p.kh) {
+          a = 0;
+          ++ci;
+        }
+      }
+    }
+  }
+  return {buffer, kc * nr};
+}
+
+}  // namespace lumen::cpu

@@ -1,0 +1,141 @@
+// Lumen's own GEMM (backends/cpu/gemm) against a float64 reference product, for every
+// micro-kernel this CPU supports: edge tiles, transposes, prepacked operands, accumulation,
+// depth blocks, the finish hook and threading.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/gemm/sgemm.h"
+
+namespace lumen::cpu {
+namespace {
+
+std::vector<float> random_values(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float &x : v) x = dist(rng);
+  return v;
+}
+
+struct Case {
+  int64_t m, n, k;
+  bool trans_a = false, trans_b = false;
+};
+
+// The cases cover tiles cut by every edge and more than one depth, row and column block.
+std::vector<Case> cases() {
+  return {{1, 1, 1},           {5, 7, 3},
+          {12, 32, 16},        {13, 33, 17},
+          {25, 70, 600},       {200, 45, 31},
+          {7, 1100, 40, true}, {300, 17, 520, false, true},
+          {64, 64, 0},         {33, 65, 129, true, true}};
+}
+
+// C = op(A) op(B) in float64.
+std::vector<double> reference(const Case &c, const std::vector<float> &a,
+                              const std::vector<float> &b) {
+  std::vector<double> out(static_cast<size_t>(c.m * c.n), 0.0);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        const double av = c.trans_a ? a[p * c.m + i] : a[i * c.k + p];
+        const double bv = c.trans_b ? b[j * c.k + p] : b[p * c.n + j];
+        sum += av * bv;
+      }
+      out[i * c.n + j] = sum;
+    }
+  return out;
+}
+
+// |got - want| <= 1e-5 * (1 + k): float32 accumulation error grows with the depth.
+void expect_near(const std::vector<float> &got, const std::vector<double> &want, const Case &c,
+                 const std::string &what) {
+  const double tol = 1e-5 * (1.0 + static_cast<double>(c.k));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol)
+        << what << " m=" << c.m << " n=" << c.n << " k=" << c.k << " at " << i;
+}
+
+std::vector<const F32GemmMicrokernel *> supported_kernels() {
+  std::vector<const F32GemmMicrokernel *> out;
+  for (const F32GemmMicrokernel &k : f32_gemm_microkernels())
+    if (k.supported()) out.push_back(&k);
+  return out;
+}
+
+TEST(Sgemm, EveryMicrokernelMatchesReference) {
+  ThreadPool pool(2);
+  ASSERT_FALSE(supported_kernels().empty());
+  for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+    SCOPED_TRACE(std::string(kernel->name));
+    for (const Case &c : cases()) {
+      const auto a = random_values(c.m * c.k, 1), b = random_values(c.k * c.n, 2);
+      const auto want = reference(c, a, b);
+      const StridedA sa(a.data(), c.trans_a ? c.m : c.k, c.trans_a);
+      const StridedB sb(b.data(), c.trans_b ? c.k : c.n, c.trans_b);
+      const PackedA pa(sa, c.m, c.k, *kernel);
+      const PackedB pb(sb, c.k, c.n, *kernel);
+      for (int variant = 0; variant < 4; ++variant) {
+        const GemmA &ga = variant & 1 ? static_cast<const GemmA &>(pa) : sa;
+        const GemmB &gb = variant & 2 ? static_cast<const GemmB &>(pb) : sb;
+        for (int64_t threads : {1, 2}) {
+          // NaN in C must not leak into an overwriting product.
+          std::vector<float> out(static_cast<size_t>(c.m * c.n), NAN);
+          sgemm(pool, c.m, c.n, c.k, ga, gb, out.data(), c.n,
+                {.max_threads = threads, .kernel = kernel});
+          expect_near(out, want, c,
+                      "variant " + std::to_string(variant) + " threads " + std::to_string(threads));
+        }
+      }
+    }
+  }
+}
+
+TEST(Sgemm, AccumulatesIntoCAndLeavesTheRestOfARowAlone) {
+  ThreadPool pool(2);
+  const Case c{37, 50, 70};
+  const int64_t ldc = 53;  // C is a window of a wider matrix
+  const auto a = random_values(c.m * c.k, 3), b = random_values(c.k * c.n, 4);
+  auto want = reference(c, a, b);
+  for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+    std::vector<float> out(static_cast<size_t>(c.m * ldc), 0.5f);
+    sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), StridedB(b.data(), c.n, false),
+          out.data(), ldc, {.accumulate = true, .kernel = kernel});
+    for (int64_t i = 0; i < c.m; ++i) {
+      for (int64_t j = 0; j < c.n; ++j)
+        ASSERT_NEAR(out[i * ldc + j], want[i * c.n + j] + 0.5, 1e-3) << kernel->name;
+      for (int64_t j = c.n; j < ldc; ++j) ASSERT_EQ(out[i * ldc + j], 0.5f) << kernel->name;
+    }
+  }
+}
+
+TEST(Sgemm, FinishSeesEveryElementOnceAfterItsProduct) {
+  ThreadPool pool(2);
+  const Case c{250, 700, 600};  // several row, column and depth blocks; two threads
+  const auto a = random_values(c.m * c.k, 5), b = random_values(c.k * c.n, 6);
+  const auto want = reference(c, a, b);
+  std::vector<float> out(static_cast<size_t>(c.m * c.n));
+  std::vector<int> visits(out.size(), 0);
+  // Doubling in the hook: a block finished before all its products are in would show.
+  const GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    for (int64_t i = m0; i < m1; ++i)
+      for (int64_t j = n0; j < n1; ++j) {
+        out[i * c.n + j] *= 2;
+        ++visits[i * c.n + j];
+      }
+  };
+  sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), StridedB(b.data(), c.n, false),
+        out.data(), c.n, {.finish = &finish});
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_EQ(visits[i], 1) << i;
+    ASSERT_NEAR(out[i], 2 * want[i], 2e-5 * (1 + c.k)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace lumen::cpu
