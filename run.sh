@@ -76,6 +76,8 @@ run_tests() {
     --also-opt-level 0
   log "Python tests"
   PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
+  log "Benchmark smoke run: lumen bench on SqueezeNet against onnxruntime (fails only on an error or disagreeing outputs, never on speed)"
+  PYTHONPATH="$BUILD_DIR/python" "$PY" -m lumen bench "$("$PY" -c 'import onnx, os; print(os.path.dirname(onnx.__file__))')/backend/test/data/light/light_squeezenet.onnx" --compare onnxruntime --runs 5 --no-progress
 }
 
 run_demo() {

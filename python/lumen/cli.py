@@ -1,8 +1,11 @@
-"""The ``lumen`` command line: ``lumen inspect MODEL [--opt-level N] [--json] [--dump-passes DIR]``.
+"""The ``lumen`` command line:
 
-Subcommands are argparse subparsers, each with a ``run(args)`` function returning the exit status,
-so more (run, bench, profile) slot in next to ``inspect``. Errors a user can cause (missing file,
-invalid model) print one line to stderr and exit 1, without a traceback."""
+* ``lumen inspect MODEL [--opt-level N] [--json] [--dump-passes DIR]``
+* ``lumen bench MODEL [--runs N] [--threads N] [--compare onnxruntime] [--profile] [--json FILE]``
+
+Subcommands are argparse subparsers, each with a ``run(args)`` function returning the exit status.
+Errors a user can cause (missing file, invalid model) print one line to stderr and exit 1, without
+a traceback."""
 
 import argparse
 import json
@@ -16,13 +19,17 @@ class CommandError(Exception):
     """An error to report as one line, without a traceback."""
 
 
-def _load(path):
-    from . import _onnx
-
+def _check_model_path(path):
     if not os.path.exists(path):
         raise CommandError(f"{path}: no such file")
     if os.path.isdir(path):
         raise CommandError(f"{path}: is a directory, not an ONNX model")
+
+
+def _load(path):
+    from . import _onnx
+
+    _check_model_path(path)
     return _onnx.load_onnx(path)
 
 
@@ -40,7 +47,72 @@ def run_inspect(args):
     return 0
 
 
+def _dims(text):
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=SIZE with SIZE >= 1, got {text!r}")
+    return name, int(value)
+
+
+def _positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def _count(text):
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return int(text)
+
+
+def _write_json(path, data):
+    text = json.dumps(data, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def run_bench(args):
+    import numpy as np
+
+    from . import _bench
+
+    _check_model_path(args.model)  # invalid models fail in benchmark(), reported by main()
+    inputs = None
+    if args.inputs:
+        if not os.path.exists(args.inputs):
+            raise CommandError(f"{args.inputs}: no such file")
+        with np.load(args.inputs) as data:
+            inputs = {k: data[k] for k in data.files}
+    result = _bench.benchmark(
+        args.model, threads=args.threads, backend=args.backend, opt_level=args.opt_level,
+        runs=args.runs, warmup=args.warmup, compare=args.compare, memory=not args.no_memory,
+        profile_runs=args.profile_runs if args.profile else 0, inputs=inputs,
+        dims=dict(args.dim), seed=args.seed, rtol=args.rtol, atol=args.atol,
+        progress=not args.no_progress)
+    # With --json - the JSON owns stdout and the text report goes to stderr.
+    text = sys.stderr if args.json == "-" else sys.stdout
+    text.write(_bench.format_result(result))
+    if result.profile:
+        result.profile.trace_file = os.path.abspath(args.trace)
+        with open(args.trace, "w") as f:
+            json.dump(result.profile.chrome_trace, f)
+        text.write("\n" + _bench.format_profile(result.profile, top=args.top))
+        text.write(f"Chrome trace: {args.trace} (open in ui.perfetto.dev or chrome://tracing)\n")
+    if args.json:
+        _write_json(args.json, result.to_json())
+    if result.outputs_agree is False:
+        failed = ", ".join(c.name for c in result.outputs if not c.ok)
+        raise CommandError(f"outputs disagree with {args.compare}: {failed}")
+    return 0
+
+
 def build_parser():
+    from ._bench import ATOL, RTOL
+
     parser = argparse.ArgumentParser(prog="lumen", description="Lumen inference runtime tools.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -60,7 +132,74 @@ def build_parser():
     inspect.add_argument("--backend", default="",
                          help="force every node onto one backend (cpu, reference)")
     inspect.set_defaults(run=run_inspect)
+
+    bench = commands.add_parser(
+        "bench", help="time a model, optionally against onnxruntime",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compile an ONNX model, warm it up, then time it and print min / median / "
+                    "p90 / p99 latency, throughput, compile time, first-run time and peak "
+                    "memory.",
+        epilog="""\
+Figures:
+  compile     lumen: load_onnx + compile; onnxruntime: InferenceSession creation
+  first run   the first run after compiling
+  throughput  inferences per second, one run at a time (1000 / mean ms)
+  peak memory what loading, compiling and 3 runs add to a fresh Python process that
+              has already imported both engines and the inputs (VmHWM minus the RSS
+              before loading), measured for each engine in its own child process
+              (Linux only); the planned arena of intermediates is printed too
+  GFLOP       2 x multiply-accumulates of Conv, ConvTranspose, MatMul and Gemm only
+
+Inputs are random with a fixed seed (float: standard normal; integer ids that index
+an embedding: below its row count; other integers: ones); symbolic dims are 1 unless
+set with --dim. With --compare the timed runs alternate lumen / onnxruntime (same
+inputs, intra-op threads = --threads, inter-op 1, all graph optimizations) and every
+output must satisfy |lumen - ort| <= atol * max|ort| + rtol * |ort|.
+
+Exit status: 0, or 1 on an error or when the outputs disagree.""")
+    bench.add_argument("model", metavar="MODEL", help="path to an .onnx file")
+    bench.add_argument("--runs", type=_positive, default=None,
+                       help="timed runs per engine (default: about 5 s worth, 10 to 1000)")
+    bench.add_argument("--warmup", type=_count, default=3,
+                       help="untimed runs per engine before timing (default: 3)")
+    bench.add_argument("--threads", type=_positive, default=None,
+                       help="threads for both engines (default: all cores)")
+    bench.add_argument("--backend", default="",
+                       help="force every node onto one lumen backend (cpu, reference)")
+    bench.add_argument("--opt-level", type=int, default=2, choices=(0, 1, 2),
+                       help="lumen optimization level (default: 2)")
+    bench.add_argument("--compare", choices=("onnxruntime",),
+                       help="also run the model with this engine, alternating runs, and check "
+                            "that the outputs agree")
+    bench.add_argument("--rtol", type=float, default=RTOL,
+                       help="relative tolerance of the output check (default: %(default)g)")
+    bench.add_argument("--atol", type=float, default=ATOL,
+                       help="absolute tolerance, times the output's largest magnitude "
+                            "(default: %(default)g)")
+    bench.add_argument("--no-memory", action="store_true",
+                       help="skip the peak-memory child processes")
+    bench.add_argument("--json", metavar="FILE",
+                       help="also write the results as JSON ('-' for stdout; the text report "
+                            "then goes to stderr)")
+    bench.add_argument("--profile", action="store_true",
+                       help="time every lumen step over extra runs: print the slowest nodes and "
+                            "the time per op type, and write a Chrome trace")
+    bench.add_argument("--profile-runs", type=_positive, default=10,
+                       help="profiled runs (default: 10)")
+    bench.add_argument("--trace", metavar="FILE", default="lumen_trace.json",
+                       help="where --profile writes the Chrome trace (default: %(default)s)")
+    bench.add_argument("--top", type=_positive, default=20,
+                       help="nodes in the --profile table (default: 20)")
+    bench.add_argument("--inputs", metavar="NPZ",
+                       help="an .npz file of input arrays by name, used instead of random ones")
+    bench.add_argument("--dim", type=_dims, action="append", default=[], metavar="NAME=SIZE",
+                       help="size of a symbolic input dimension (repeatable; default 1)")
+    bench.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    bench.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (it is only drawn on a terminal anyway)")
+    bench.set_defaults(run=run_bench)
     return parser
+
 
 
 def main(argv=None):
