@@ -115,9 +115,11 @@ class Graph {
   // rank or shape is a lumen::Error here, naming the op, the node and the shapes.
   Value *add_op(const std::string &op, const std::vector<Value *> &inputs,
                 const Attributes &attrs = {}, const std::string &name = "");
-  // The same for ops with several outputs; returns the node.
+  // The same for ops with several outputs; returns the node. Outputs are named "name:i" unless
+  // `output_names` gives names (an empty entry keeps the default for that output).
   Node *add_node(const std::string &op, const std::vector<Value *> &inputs,
-                 const Attributes &attrs = {}, const std::string &name = "");
+                 const Attributes &attrs = {}, const std::string &name = "",
+                 const std::vector<std::string> &output_names = {});
   void mark_output(Value *value);
   // Records symbolic dim names for a value (documentation for users; shapes stay kUnknownDim).
   void set_dim_names(Value *value, std::vector<std::string> names);

@@ -68,7 +68,8 @@ Value *Graph::add_constant(const std::string &name, Tensor value) {
 }
 
 Node *Graph::add_node(const std::string &op, const std::vector<Value *> &inputs,
-                      const Attributes &attrs, const std::string &name) {
+                      const Attributes &attrs, const std::string &name,
+                      const std::vector<std::string> &output_names) {
   const OpSchema &schema = get_op(op);
   const std::string node_name = name.empty() ? unique_name(op) : name;
   for (Value *in : inputs) {
@@ -81,10 +82,17 @@ Node *Graph::add_node(const std::string &op, const std::vector<Value *> &inputs,
   node->inputs_ = inputs;
   node->attrs_ = attrs;
   Node *n = node.get();
-  // Output names: the node's name for a single output, "name:i" for several.
+  // Output names: as given, else the node's name for a single output, "name:i" for several.
+  if (output_names.size() > static_cast<size_t>(schema.num_outputs))
+    fail("op '", op, "' (node '", node_name, "'): ", output_names.size(),
+         " output names for an op with ", schema.num_outputs, " outputs");
   std::vector<std::string> out_names;
-  for (int i = 0; i < schema.num_outputs; ++i)
-    out_names.push_back(schema.num_outputs == 1 ? node_name : node_name + ":" + std::to_string(i));
+  for (int i = 0; i < schema.num_outputs; ++i) {
+    const auto given = static_cast<size_t>(i) < output_names.size() ? output_names[i] : "";
+    out_names.push_back(!given.empty()            ? given
+                        : schema.num_outputs == 1 ? node_name
+                                                  : node_name + ":" + std::to_string(i));
+  }
   for (const auto &out_name : out_names)
     if (find_value(out_name))
       fail("op '", op, "': a value named '", out_name, "' already exists in the graph");

@@ -64,6 +64,22 @@ def test_model_api_matches_onnxruntime():
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
 
 
+def test_single_output_layer_norm_keeps_its_output_name():
+    # Exporters write LayerNormalization with only Y; Lumen's layer_norm has three outputs.
+    rng = np.random.default_rng(0)
+    scale = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "scale")
+    bias = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "bias")
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], epsilon=1e-5)
+    proto = make_model([node], [f32("x", [2, 5, 16])], [f32("y", [2, 5, 16])], [scale, bias])
+    model = lumen.load_onnx(proto.SerializeToString())
+    assert [o["name"] for o in model.outputs] == ["y"]
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    mean = x.mean(-1, keepdims=True)
+    want = (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * numpy_helper.to_array(scale) \
+        + numpy_helper.to_array(bias)
+    np.testing.assert_allclose(model.compile()(x), want, rtol=1e-5, atol=1e-5)
+
+
 def test_load_from_path_and_modelproto(tmp_path):
     proto = conv_relu_model()
     path = tmp_path / "m.onnx"

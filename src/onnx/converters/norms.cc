@@ -9,12 +9,15 @@
 namespace lumen::onnx_import {
 namespace {
 
-// Returns the node's outputs (all of a multi-output Lumen op), by ONNX output index.
+// Returns the node's outputs (all of a multi-output Lumen op), by ONNX output index; the values
+// the ONNX node names keep those names (a graph output stays findable by its ONNX name).
 std::vector<Value *> emit_multi(NodeContext &ctx, const std::string &op,
                                 const std::vector<Value *> &inputs, const Attributes &attrs) {
   const std::string base =
       ctx.num_outputs() && !ctx.node().output(0).empty() ? ctx.node().output(0) : ctx.node().name();
-  Node *node = ctx.graph().add_node(op, inputs, attrs, base + "/" + op);
+  std::vector<std::string> names;
+  for (size_t k = 0; k < ctx.num_outputs(); ++k) names.push_back(ctx.node().output(int(k)));
+  Node *node = ctx.graph().add_node(op, inputs, attrs, base + "/" + op, names);
   std::vector<Value *> outputs;
   for (size_t k = 0; k < ctx.num_outputs() && k < node->outputs().size(); ++k)
     outputs.push_back(node->output(k));
@@ -27,7 +30,6 @@ std::vector<Value *> convert_layer_norm(NodeContext &ctx) {
   const Attributes attrs{{"axis", ctx.attrs().get_int("axis", -1)},
                          {"epsilon", ctx.attrs().get_float("epsilon", 1e-5)},
                          {"stash_type", ctx.attrs().get_int("stash_type", 1)}};
-  if (ctx.num_outputs() == 1) return {ctx.emit("layer_norm", inputs, attrs)};
   return emit_multi(ctx, "layer_norm", inputs, attrs);
 }
 LUMEN_REGISTER_ONNX_CONVERTER("LayerNormalization", 17, convert_layer_norm);
