@@ -9,11 +9,14 @@
 namespace lumen::cpu {
 namespace {
 
-// Cache blocking. A kc x nr B panel (32 KiB at kc = 256, nr = 32) stays in L1 while the
-// micro-kernel walks an mc x kc block of A in L2; the kc x nc block of B stays in L2 as well.
-constexpr int64_t kDepthBlock = 256;   // kc
-constexpr int64_t kRowBlock = 192;     // mc, rounded to a multiple of mr
-constexpr int64_t kColumnBlock = 512;  // nc, a multiple of every nr
+// Cache blocking (Goto): a kc x nr micro-panel of B (32 KiB) stays in L1 while the micro-kernel
+// walks the mc x kc block of A (384 KiB) in L2; the kc x nc block of B lives in L3 and is packed
+// once per (n, k) block, the A block once per (n, k, m) block, so a large nc packs A rarely.
+constexpr int64_t kDepthBlock = 256;    // kc
+constexpr int64_t kRowBlock = 384;      // mc, rounded to a multiple of mr
+constexpr int64_t kColumnBlock = 4096;  // nc, a multiple of every nr
+// The finish hook gets blocks of about mc x 256 (L2-sized) right after their last product.
+constexpr int64_t kFinishColumns = 256;
 constexpr double kMinMacsPerThread = 128.0 * 1024.0;
 
 std::shared_ptr<float[]> aligned_floats(size_t count) {
@@ -64,10 +67,15 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t row_block = round_up(kRowBlock, mr);
   Workspace &ws = thread_workspace();
-  float *a_buffer =
-      a.prepacked() ? nullptr : ws.a_buffer(static_cast<size_t>(row_block * kDepthBlock));
-  float *b_buffer =
-      b.prepacked() ? nullptr : ws.b_buffer(static_cast<size_t>(kColumnBlock * kDepthBlock));
+  const int64_t depth = std::min(kDepthBlock, k);
+  float *a_buffer = a.prepacked()
+                        ? nullptr
+                        : ws.a_buffer(static_cast<size_t>(
+                              round_up(std::min(row_block, m_end - m_begin), mr) * depth));
+  float *b_buffer = b.prepacked()
+                        ? nullptr
+                        : ws.b_buffer(static_cast<size_t>(
+                              round_up(std::min(kColumnBlock, n_end - n_begin), nr) * depth));
   for (int64_t n0 = n_begin; n0 < n_end; n0 += kColumnBlock) {
     const int64_t nc = std::min(kColumnBlock, n_end - n0);
     for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
@@ -77,15 +85,21 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
       for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
         const int64_t mc = std::min(row_block, m_end - m0);
         const PanelBlock ap = a.panels(m0, mc, k0, kc, uk.mr, a_buffer);
+        const bool finish = options.finish && k0 + kc >= k;
+        int64_t unfinished = 0;  // first column not yet handed to the finish hook
         for (int64_t j = 0; j * nr < nc; ++j) {
           const float *b_panel = bp.data + j * bp.panel_stride;
-          const int n = static_cast<int>(std::min(nr, nc - j * nr));
+          const int64_t col_end = std::min(nc, (j + 1) * nr);
           float *c_col = c + n0 + j * nr;
           for (int64_t i = 0; i * mr < mc; ++i)
             uk.run(kc, ap.data + i * ap.panel_stride, b_panel, c_col + (m0 + i * mr) * ldc, ldc,
-                   static_cast<int>(std::min(mr, mc - i * mr)), n, accumulate);
+                   static_cast<int>(std::min(mr, mc - i * mr)), static_cast<int>(col_end - j * nr),
+                   accumulate);
+          if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
+            (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);
+            unfinished = col_end;
+          }
         }
-        if (options.finish && k0 + kc >= k) (*options.finish)(m0, m0 + mc, n0, n0 + nc);
       }
     }
   }
@@ -188,13 +202,21 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   int64_t parts = sgemm_threads(pool, m, n, k);
   if (options.max_threads > 0) parts = std::min(parts, options.max_threads);
   const int64_t panels_m = (m + uk.mr - 1) / uk.mr, panels_n = (n + uk.nr - 1) / uk.nr;
-  // Split the dimension that leaves the fewest tiles on the busiest thread; on a tie, split so
-  // the threads share the prepacked operand (each packs its own slice of the other).
-  const int64_t busiest_if_m = (panels_m + parts - 1) / parts * panels_n;
-  const int64_t busiest_if_n = (panels_n + parts - 1) / parts * panels_m;
-  const bool split_n = busiest_if_n != busiest_if_m     ? busiest_if_n < busiest_if_m
-                       : a.prepacked() != b.prepacked() ? a.prepacked()
-                                                        : n >= m;
+  // Split rows or columns, whichever costs the busiest thread less: its tiles, plus the bytes it
+  // streams. Splitting columns makes every thread read all of A (and pack its own slice of B);
+  // splitting rows, all of B. A large prepacked A (a conv's weights against a 7x7 map) is read
+  // once in total only if the rows are split. Operands packed on the fly count twice (read and
+  // written); a byte costs about as much as 8 flops.
+  const double tile_flops = 2.0 * uk.mr * uk.nr * double(k);
+  const double a_bytes = 4.0 * double(m) * double(k) * (a.prepacked() ? 1 : 2);
+  const double b_bytes = 4.0 * double(k) * double(n) * (b.prepacked() ? 1 : 2);
+  constexpr double kFlopsPerByte = 8;
+  const auto busiest = [&](int64_t split, int64_t other) {
+    return double((split + parts - 1) / parts * other) * tile_flops;
+  };
+  const double cost_m = busiest(panels_m, panels_n) + kFlopsPerByte * (a_bytes / parts + b_bytes);
+  const double cost_n = busiest(panels_n, panels_m) + kFlopsPerByte * (a_bytes + b_bytes / parts);
+  const bool split_n = cost_n < cost_m;
   const int64_t panels = split_n ? panels_n : panels_m;
   parts = std::min(parts, panels);
   if (parts <= 1) return sgemm_region(0, m, 0, n, k, a, b, c, ldc, options, uk);

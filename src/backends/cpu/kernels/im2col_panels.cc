@@ -44,19 +44,21 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
         float *out = dst + seg.t;
         const int64_t iy = seg.oy * p.sh - p.pt + a * p.dh;
         if (iy < 0 || iy >= p.h) {
-          std::fill(out, out + seg.count, 0.0f);
+          for (int i = 0; i < seg.count; ++i) out[i] = 0.0f;
           continue;
         }
         const int64_t ix0 = seg.ox * p.sw - p.pl + b * p.dw;  // input column of the first pixel
         int64_t lo, hi;
         valid_range(ix0, p.sw, p.w, seg.count, lo, hi);
+        // Plain loops rather than memcpy/fill: segments are short (at most nr), so a call costs
+        // more than the copy; the compiler vectorizes these.
         const float *row = xc + iy * p.w;
-        std::fill(out, out + lo, 0.0f);
+        for (int64_t i = 0; i < lo; ++i) out[i] = 0.0f;
         if (p.sw == 1)
-          std::memcpy(out + lo, row + ix0 + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+          for (int64_t i = lo; i < hi; ++i) out[i] = row[ix0 + i];
         else
           for (int64_t i = lo; i < hi; ++i) out[i] = row[ix0 + i * p.sw];
-        std::fill(out + hi, out + seg.count, 0.0f);
+        for (int64_t i = hi; i < seg.count; ++i) out[i] = 0.0f;
       }
       std::fill(dst + cols, dst + nr, 0.0f);
       if (++b == p.kw) {

@@ -9,20 +9,25 @@
 #include <immintrin.h>
 
 namespace lumen::ukernels {
+namespace {
 
-void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate) {
-  constexpr int kMr = 12;
-  __m512 acc[kMr][2];
+// The tile with kVectors 16-wide column vectors: 2 for full tiles, 1 when at most 16 columns are
+// left (the edge of a narrow output, e.g. 7x7 feature maps), which halves the work there.
+template <int kVectors>
+void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
+          bool accumulate) {
+  constexpr int kMr = 12, kNr = 32;
+  __m512 acc[kMr][kVectors];
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p, a += kMr, b += 32) {
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+  for (int r = 0; r < kMr; ++r)
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
+    __m512 bv[kVectors];
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
   const auto lanes = [](int count) -> __mmask16 {
@@ -30,19 +35,28 @@ void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c,
            : count <= 0 ? __mmask16(0)
                         : __mmask16((1u << count) - 1);
   };
-  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16);
+  __mmask16 mask[kVectors];
+  for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
     if (r >= m) break;
     float *cr = c + r * ldc;
-    __m512 v0 = acc[r][0], v1 = acc[r][1];
-    if (accumulate) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
+    for (int v = 0; v < kVectors; ++v) {
+      __m512 out = acc[r][v];
+      if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
+      _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
     }
-    _mm512_mask_storeu_ps(cr, m0, v0);
-    _mm512_mask_storeu_ps(cr + 16, m1, v1);
   }
+}
+
+}  // namespace
+
+void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
+                            int n, bool accumulate) {
+  if (n <= 16)
+    tile<1>(k, a, b, c, ldc, m, n, accumulate);
+  else
+    tile<2>(k, a, b, c, ldc, m, n, accumulate);
 }
 
 }  // namespace lumen::ukernels
