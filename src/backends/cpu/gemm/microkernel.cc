@@ -19,7 +19,7 @@ constexpr F32GemmMicrokernel kMicrokernels[] = {
     {"f32_gemm_6x16__avx2", 6, 16, ukernels::f32_gemm_6x16__avx2,
      [] { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }},
 #endif
-    {"f32_gemm_4x16__portable", 4, 16, ukernels::f32_gemm_4x16__portable, always},
+    {"f32_gemm_4x8__portable", 4, 8, ukernels::f32_gemm_4x8__portable, always},
 };
 
 }  // namespace

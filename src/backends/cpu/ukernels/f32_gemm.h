@@ -17,7 +17,7 @@ void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c,
                             int n, bool accumulate);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                          int n, bool accumulate);
-void f32_gemm_4x16__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
                              int m, int n, bool accumulate);
 
 }  // namespace lumen::ukernels
