@@ -1,0 +1,69 @@
+// Kernels whose prepare function packs constant weights at compile time (cpu conv2d, fused_conv,
+// matmul, fused_matmul, gemm, fused_gemm) must give what the reference backend gives for the same
+// compiled graph; the eager tests (tests/ops) only exercise the unprepared path.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../ops/op_test_util.h"
+#include "core/backend.h"
+#include "lumen/lumen.h"
+
+namespace lumen {
+namespace {
+
+using testing::all_close;
+
+// One op on input x with constant inputs; compiled for `backend`, run on x.
+Tensor run_compiled(const std::string &backend, const std::string &op, const Tensor &x,
+                    const std::vector<Tensor> &constants, const Attributes &attrs) {
+  Runtime rt(RuntimeOptions{.num_threads = 2, .backend = backend});
+  Graph g;
+  std::vector<Value *> inputs{g.add_input("x", x.shape())};
+  for (size_t i = 0; i < constants.size(); ++i)
+    inputs.push_back(constants[i].defined() ? g.add_constant(str("c", i), constants[i]) : nullptr);
+  g.mark_output(g.add_op(op, inputs, attrs));
+  return g.compile(&rt)->execute({x})[0].clone();
+}
+
+void expect_cpu_matches_reference(const std::string &op, const Tensor &x,
+                                  const std::vector<Tensor> &constants, const Attributes &attrs) {
+  ASSERT_NE(get_backend("cpu").find_prepare(op, DType::Float32), nullptr) << op;
+  const Tensor want = run_compiled("reference", op, x, constants, attrs);
+  const Tensor got = run_compiled("cpu", op, x, constants, attrs);
+  EXPECT_TRUE(all_close(got, want, 1e-4, 1e-4)) << op << " " << attrs.to_string();
+}
+
+TEST(PreparedWeights, ConvMatchesReference) {
+  const Tensor x = Tensor::randn({2, 8, 13, 11}, 1);
+  const Attributes relu{{"activation", std::string("relu")}};
+  for (int64_t group : {1, 2}) {
+    const Tensor w = Tensor::randn({12, 8 / group, 3, 3}, 2);
+    const Tensor b = Tensor::randn({12}, 3);
+    const Attributes attrs{{"group", group},
+                           {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"strides", std::vector<int64_t>{1, 2}}};
+    expect_cpu_matches_reference("conv2d", x, {w, b}, attrs);
+    Attributes fused = attrs;
+    fused.set("activation", std::string("relu"));
+    expect_cpu_matches_reference("fused_conv", x, {w, b}, fused);
+  }
+  // 1x1, stride 1: the input is the GEMM's B as it lies.
+  expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
+}
+
+TEST(PreparedWeights, MatmulAndGemmMatchReference) {
+  const Tensor w = Tensor::randn({70, 45}, 5);
+  const Tensor bias = Tensor::randn({45}, 6);
+  expect_cpu_matches_reference("matmul", Tensor::randn({3, 33, 70}, 7), {w}, {});
+  expect_cpu_matches_reference("fused_matmul", Tensor::randn({33, 70}, 8), {w, bias},
+                               {{"activation", std::string("relu")}});
+  // transB: w [70, 45] is B^T, so the output is [29, 70].
+  expect_cpu_matches_reference("gemm", Tensor::randn({29, 45}, 9), {w, Tensor::randn({70}, 11)},
+                               {{"transB", int64_t(1)}});
+  expect_cpu_matches_reference("fused_gemm", Tensor::randn({29, 70}, 10), {w, bias},
+                               {{"activation", std::string("relu")}, {"alpha", 0.5}});
+}
+
+}  // namespace
+}  // namespace lumen
