@@ -1,11 +1,36 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace lumen {
 namespace {
+
 // Set on pool workers and on a thread while it runs a parallel_for: a nested call runs inline.
 thread_local bool in_parallel_region = false;
+
+// How long an idle worker spins before sleeping: covers the gaps between the parallel loops of
+// consecutive kernels, while a pool left idle stops using a core soon.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+constexpr uint64_t kMaxChunks = 0xffff;
+
+uint64_t claim_word(uint32_t id, uint64_t chunks, uint64_t next) {
+  return (uint64_t(id) << 32) | (chunks << 16) | next;
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
@@ -13,11 +38,12 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 }
 
 ThreadPool::~ThreadPool() {
+  stopping_.store(true);
+  job_id_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    wake_.notify_all();
   }
-  wake_.notify_all();
   for (auto &t : workers_) t.join();
 }
 
@@ -25,80 +51,98 @@ int ThreadPool::default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void ThreadPool::run_chunks(const Job &job) {
+void ThreadPool::run_chunks(uint32_t id) {
+  uint64_t word = next_.load(std::memory_order_acquire);
   for (;;) {
-    const int64_t chunk = next_chunk_.fetch_add(1);
-    if (chunk >= job.chunks) return;
-    const int64_t begin = chunk * job.chunk;
-    const int64_t end = std::min(job.n, begin + job.chunk);
+    if (uint32_t(word >> 32) != id) return;
+    const uint64_t chunks = (word >> 16) & kMaxChunks, idx = word & kMaxChunks;
+    if (idx >= chunks) return;
+    // The claim succeeds only while the word still names this job, so the job's fields read
+    // below are the ones it was published with.
+    if (!next_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+                                     std::memory_order_acquire))
+      continue;
+    const int64_t begin = int64_t(idx) * chunk_;
+    const int64_t end = std::min(n_, begin + chunk_);
     try {
-      (*job.fn)(begin, end);
+      body_.call(body_.obj, begin, end);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
     }
+    done_.fetch_add(1, std::memory_order_release);
+    word = next_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::worker_loop() {
   in_parallel_region = true;
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      job = job_;
-      ++active_;
+    // Spin first: the next job usually comes within microseconds.
+    uint32_t id = job_id_.load(std::memory_order_acquire);
+    if (id == seen) {
+      const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+      for (int i = 1;; ++i) {
+        cpu_relax();
+        id = job_id_.load(std::memory_order_acquire);
+        if (id != seen) break;
+        if (i % 64 == 0) {
+          if (std::chrono::steady_clock::now() > deadline) break;
+          // On a busy machine this thread may share a core with the caller: let it run.
+          if (i % 256 == 0) std::this_thread::yield();
+        }
+      }
     }
-    run_chunks(job);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--active_ == 0) done_.notify_all();
+    if (id == seen) {
+      std::unique_lock<std::mutex> lock(sleep_mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return job_id_.load() != seen; });
+      sleepers_.fetch_sub(1);
+      id = job_id_.load();
     }
+    if (stopping_.load()) return;
+    seen = id;
+    run_chunks(id);
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                              const std::function<void(int64_t, int64_t)> &fn) {
-  if (n <= 0) return;
+void ThreadPool::dispatch(int64_t n, int64_t grain, Body body) {
   grain = std::max<int64_t>(1, grain);
-  std::unique_lock<std::mutex> dispatch(dispatch_mutex_, std::defer_lock);
-  if (workers_.empty() || n <= grain || in_parallel_region || !dispatch.try_lock()) {
-    fn(0, n);
+  // A few chunks per thread balances uneven chunks without much scheduling overhead.
+  const int64_t max_chunks =
+      std::min<int64_t>(int64_t(kMaxChunks), static_cast<int64_t>(num_threads_) * 4);
+  int64_t chunks = std::min(max_chunks, (n + grain - 1) / grain);
+  const int64_t chunk = (n + chunks - 1) / chunks;
+  chunks = (n + chunk - 1) / chunk;
+  if (chunks <= 1 || in_parallel_region || busy_.exchange(true, std::memory_order_acquire)) {
+    body.call(body.obj, 0, n);
     return;
   }
-  // A few chunks per thread balances uneven chunks without much scheduling overhead.
-  const int64_t max_chunks = static_cast<int64_t>(num_threads_) * 4;
-  const int64_t chunks = std::min(max_chunks, (n + grain - 1) / grain);
-  Job job;
-  job.fn = &fn;
-  job.n = n;
-  job.chunk = (n + chunks - 1) / chunks;
-  job.chunks = (n + job.chunk - 1) / job.chunk;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    // A worker that woke late for the previous job may still hold its copy: let it finish.
-    done_.wait(lock, [&] { return active_ == 0; });
-    job_ = job;
-    next_chunk_ = 0;
-    error_ = nullptr;
-    ++generation_;
+  body_ = body;
+  n_ = n;
+  chunk_ = chunk;
+  done_.store(0, std::memory_order_relaxed);
+  error_ = nullptr;
+  const uint32_t id = job_id_.load(std::memory_order_relaxed) + 1;
+  // Publishes the fields above to whoever claims a chunk (release), then wakes the workers.
+  next_.store(claim_word(id, uint64_t(chunks), 0), std::memory_order_release);
+  job_id_.store(id);
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    wake_.notify_all();
   }
-  wake_.notify_all();
   in_parallel_region = true;
-  run_chunks(job);
+  run_chunks(id);
   in_parallel_region = false;
-  std::exception_ptr error;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    // Every chunk is claimed; wait for the workers still running theirs.
-    done_.wait(lock, [&] { return active_ == 0; });
-    job_ = Job{};
-    error = error_;
+  // Every chunk is claimed; wait for those still running on workers.
+  for (int i = 1; done_.load(std::memory_order_acquire) != chunks; ++i) {
+    cpu_relax();
+    if (i % 256 == 0) std::this_thread::yield();
   }
+  std::exception_ptr error = std::move(error_);
+  error_ = nullptr;
+  busy_.store(false, std::memory_order_release);
   if (error) std::rethrow_exception(error);
 }
 

@@ -1,6 +1,11 @@
 // A fixed pool of worker threads for data-parallel loops. The calling thread takes part, so a
 // pool of size N uses N-1 workers. Nested or concurrent parallel_for calls never deadlock: a call
 // made while the pool is busy (from a kernel, or from a second session) runs inline.
+//
+// Dispatch is cheap because inference issues many small parallel loops back to back: idle workers
+// spin (with pause instructions) for a short while on an atomic job counter before sleeping, the
+// caller runs chunks itself instead of waiting for workers to wake, and the loop body is passed by
+// reference (no std::function allocation).
 #pragma once
 
 #include <atomic>
@@ -10,6 +15,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace lumen {
@@ -24,33 +30,57 @@ class ThreadPool {
   int size() const { return num_threads_; }
 
   // Calls fn(begin, end) over disjoint chunks covering [0, n), each at least `grain` long (except
-  // the last). Returns when all chunks are done; rethrows the first exception a chunk threw.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn);
+  // the last). Returns when all chunks are done; rethrows the first exception a chunk threw. `fn`
+  // may be called concurrently from several threads.
+  template <class F>
+  void parallel_for(int64_t n, int64_t grain, F &&fn) {
+    if (n <= 0) return;
+    if (n <= grain || workers_.empty()) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    using Fn = std::remove_reference_t<F>;
+    dispatch(n, grain,
+             Body{const_cast<void *>(static_cast<const void *>(&fn)),
+                  [](void *f, int64_t b, int64_t e) { (*static_cast<Fn *>(f))(b, e); }});
+  }
 
   // Threads to use by default: hardware concurrency (at least 1).
   static int default_threads();
 
  private:
-  struct Job {
-    const std::function<void(int64_t, int64_t)> *fn = nullptr;
-    int64_t n = 0, chunk = 0, chunks = 0;
+  // A type-erased reference to the loop body (it outlives the call, so no copy is needed).
+  struct Body {
+    void *obj;
+    void (*call)(void *, int64_t, int64_t);
   };
+  void dispatch(int64_t n, int64_t grain, Body body);
   void worker_loop();
-  void run_chunks(const Job &job);
+  // Claims and runs chunks of job `id` until none is left (or another job has started).
+  void run_chunks(uint32_t id);
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  std::mutex dispatch_mutex_;  // one parallel_for at a time uses the workers
+  std::atomic<bool> busy_{false};  // one parallel_for at a time uses the workers
 
-  std::mutex mutex_;
+  // The current job. Written by the dispatching thread before it publishes the job through
+  // next_; stable until the job's last chunk is done (workers read it only after claiming one).
+  Body body_{};
+  int64_t n_ = 0, chunk_ = 0;
+  // Claim word: job id (high 32 bits), chunk count (16 bits), next chunk to claim (low 16 bits).
+  // A worker that woke for an old job fails to claim because the id no longer matches.
+  std::atomic<uint64_t> next_{0};
+  std::atomic<int64_t> done_{0};     // chunks of the current job finished
+  std::atomic<uint32_t> job_id_{0};  // bumped per job; workers wait for it to change
+  std::atomic<bool> stopping_{false};
+
+  // Sleeping: workers that spun without seeing a job wait here; dispatch notifies only if some
+  // worker sleeps (sleepers_ is read after job_id_ is bumped, so no wake-up is lost).
+  std::mutex sleep_mutex_;
   std::condition_variable wake_;
-  std::condition_variable done_;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
-  int active_ = 0;
+  std::atomic<int> sleepers_{0};
 
-  Job job_;  // guarded by mutex_; workers copy it when they wake
-  std::atomic<int64_t> next_chunk_{0};
+  std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 

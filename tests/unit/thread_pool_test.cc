@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
@@ -46,6 +48,49 @@ TEST(ThreadPool, PropagatesExceptions) {
   std::atomic<int64_t> n{0};
   pool.parallel_for(10, 1, [&](int64_t b, int64_t e) { n += e - b; });
   EXPECT_EQ(n.load(), 10);
+}
+
+// Back-to-back jobs of different sizes: a worker still finishing (or just waking for) one job must
+// never run chunks of the next with stale bounds.
+TEST(ThreadPool, RapidJobsOfChangingSizeStayExact) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(4096);
+  for (int rep = 0; rep < 2000; ++rep) {
+    const int64_t n = 1 + (rep * 7919) % 4096;
+    pool.parallel_for(n, 1 + rep % 5, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (int64_t i = 0; i < 4096; ++i) {
+      ASSERT_EQ(hits[i].load(), i < n ? 1 : 0) << "rep=" << rep << " n=" << n << " i=" << i;
+      hits[i] = 0;
+    }
+  }
+}
+
+// Workers that went to sleep (idle longer than they spin) are woken by the next job, and a pool
+// whose workers sleep is destroyed cleanly.
+TEST(ThreadPool, WakesSleepingWorkers) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::atomic<int64_t> n{0};
+    pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) { n += e - b; });
+    EXPECT_EQ(n.load(), 1000);
+  }
+}
+
+// The body is called by reference, so a move-only or non-copyable callable works.
+TEST(ThreadPool, AcceptsNonCopyableBodies) {
+  ThreadPool pool(2);
+  struct Body {
+    std::atomic<int64_t> total{0};
+    void operator()(int64_t b, int64_t e) { total += e - b; }
+  } body;
+  pool.parallel_for(100, 1, body);
+  EXPECT_EQ(body.total.load(), 100);
+  const std::function<void(int64_t, int64_t)> fn = [&](int64_t b, int64_t e) { body(b, e); };
+  pool.parallel_for(100, 1, fn);
+  EXPECT_EQ(body.total.load(), 200);
 }
 
 }  // namespace
