@@ -126,6 +126,18 @@ TEST(PoolOp, MaxPropagatesNan) {
   EXPECT_TRUE(std::isnan(call_op("global_max_pool", {x}, {}, "cpu")[0].data<float>()[0]));
 }
 
+// ResNet's 3x3 stride-2 padded max pool over planes wider than a vector, NaNs at the first,
+// a middle and the last tap of windows: every window holding one must be NaN.
+TEST(PoolOp, MaxPropagatesNanInWideStridedWindows) {
+  Tensor x = random_tensor({1, 2, 20, 37}, 4);
+  for (int64_t i : {0, 5 * 37 + 17, 20 * 37 - 1, 400 + 9 * 37 + 36})
+    x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  const Attributes attrs{{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}};
+  EXPECT_TRUE(cpu_matches_reference("max_pool2d", {x}, attrs));
+  Attributes avg = attrs;
+  EXPECT_TRUE(cpu_matches_reference("avg_pool2d", {x}, avg));
+}
+
 struct PoolCase {
   Shape x;
   Attributes attrs;

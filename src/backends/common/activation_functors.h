@@ -2,17 +2,116 @@
 // compute the same formula (and so agree to the bit when neither vectorizes differently). Each
 // functor is built from the node's attributes once per kernel call and then applied per element.
 // Attribute defaults follow ONNX.
+//
+// float32 exp, tanh, sigmoid and erf use the branch-free polynomial versions in act::f32 below
+// instead of libm: the same accuracy class (a few ulp; tests/unit/fast_math_test.cc bounds them
+// against double-precision libm) but written so a loop over them vectorizes. float64 uses libm.
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <type_traits>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "lumen/attributes.h"
 
 namespace lumen::act {
+
+namespace f32 {
+
+// exp(x), relative error < 2 ulp. x = n ln2 + r with |r| <= ln2 / 2 (n rounded by the 1.5 * 2^23
+// trick, which also leaves n in the low mantissa bits), exp(r) by a degree-6 polynomial, and
+// 2^n applied as two factors so results that are subnormal or overflow come out right. NaN
+// propagates through the polynomial; large |x| give 0 or inf.
+inline float exp(float x) {
+  x = x < -104.0f ? -104.0f : x;  // comparisons keep NaN
+  x = x > 89.0f ? 89.0f : x;
+  const float shifted = x * 1.44269504f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
+  float r = x - n * 0.693359375f;  // ln2 split in two for an exact first product
+  r = r - n * -2.12194440e-4f;
+  const float q =
+      0.5f + r * (0.166665763f + r * (0.041666463f + r * (0.00836317614f + r * 0.00139336858f)));
+  const float p = 1.0f + r + r * r * q;
+  const int32_t ni = int32_t(std::bit_cast<uint32_t>(shifted) - 0x4B400000u);
+  const int32_t e1 = ni >> 1, e2 = ni - e1;
+  const float s1 = std::bit_cast<float>((uint32_t(e1) + 127u) << 23);
+  const float s2 = std::bit_cast<float>((uint32_t(e2) + 127u) << 23);
+  return p * s1 * s2;
+}
+
+// 1 / (1 + exp(-x)) from exp(-|x|), so neither side loses relative accuracy.
+inline float sigmoid(float x) {
+  const float e = exp(-std::fabs(x));
+  const float s = 1.0f / (1.0f + e);
+  return x >= 0.0f ? s : e * s;  // NaN takes the second branch and stays NaN
+}
+
+// Odd polynomial below 0.625 (where 1 - 2 / (e + 1) would cancel; x * (...) keeps -0), 1 - 2 /
+// (exp(2|x|) + 1) above; exp overflowing to inf gives exactly 1.
+inline float tanh(float x) {
+  const float a = std::fabs(x), z = x * x;
+  const float small =
+      x * (1.0f + z * (-0.333333284f +
+                       z * (0.133327827f +
+                            z * (-0.0538524985f + z * (0.0210036393f + z * -0.00610494288f)))));
+  const float big = 1.0f - 2.0f / (exp(2.0f * a) + 1.0f);
+  return a < 0.625f ? small : (x < 0.0f ? -big : big);
+}
+
+// erf(x): x P(x^2) below 1; above, 1 - exp(-x^2) Q(|x|) with Q fitted to erfc(x) exp(x^2) on
+// [0.95, 4] (erf rounds to 1 beyond 4). Absolute error < 1e-7, relative < 2e-7 near 0.
+inline float erf(float x) {
+  const float a = std::fabs(x), z = x * x;
+  const float small =
+      x *
+      (1.12837911f +
+       z * (-0.376123488f + z * (0.112803645f + z * (-0.0267163869f +
+                                                     z * (0.00492327847f + z * -0.00056541065f)))));
+  const float c = a > 4.0f ? 4.0f : a;  // keeps NaN
+  const float t = c - 2.5f;
+  const float q =
+      0.21080634f +
+      t * (-0.0743476599f +
+           t * (0.0249384679f +
+                t * (-0.00799896102f +
+                     t * (0.00246492052f +
+                          t * (-0.000739690964f +
+                               t * (0.000214433923f +
+                                    t * (-5.31321421e-05f +
+                                         t * (1.35447335e-05f +
+                                              t * (-6.4835167e-06f + t * 1.8265938e-06f)))))))));
+  const float big = 1.0f - exp(-c * c) * q;
+  return a < 1.0f ? small : (x < 0.0f ? -big : big);
+}
+
+}  // namespace f32
+
+// exp/tanh/erf/sigmoid: the f32 polynomials for float, libm otherwise.
+template <class T>
+inline T exp(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return f32::exp(x);
+  else
+    return std::exp(x);
+}
+template <class T>
+inline T tanh(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return f32::tanh(x);
+  else
+    return std::tanh(x);
+}
+template <class T>
+inline T erf(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return f32::erf(x);
+  else
+    return std::erf(x);
+}
 
 // NaN passes through (x < 0 is false for NaN), like PyTorch.
 template <class T>
@@ -31,9 +130,13 @@ struct LeakyRelu {
 // Split by sign so exp never overflows into inf/inf.
 template <class T>
 inline T sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
-  return e / (T(1) + e);
+  if constexpr (std::is_same_v<T, float>) {
+    return f32::sigmoid(x);
+  } else {
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
+  }
 }
 
 template <class T>
@@ -45,7 +148,7 @@ struct Sigmoid {
 template <class T>
 struct Tanh {
   explicit Tanh(const Attributes &) {}
-  T operator()(T x) const { return std::tanh(x); }
+  T operator()(T x) const { return act::tanh(x); }
 };
 
 // approximate="none": x * Phi(x) with the exact normal CDF; "tanh": the tanh approximation.
@@ -56,9 +159,9 @@ struct Gelu {
   T operator()(T x) const {
     if (tanh_approx) {
       const T k = T(0.7978845608028654);  // sqrt(2 / pi)
-      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+      return T(0.5) * x * (T(1) + act::tanh(k * (x + T(0.044715) * x * x * x)));
     }
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));  // 1 / sqrt(2)
+    return T(0.5) * x * (T(1) + act::erf(x * T(0.7071067811865476)));  // 1 / sqrt(2)
   }
 };
 
@@ -128,7 +231,7 @@ struct Clip {
 template <class T>
 struct Exp {
   explicit Exp(const Attributes &) {}
-  T operator()(T x) const { return std::exp(x); }
+  T operator()(T x) const { return act::exp(x); }
 };
 
 template <class T>
@@ -148,8 +251,10 @@ struct Neg {
   explicit Neg(const Attributes &) {}
   T operator()(T x) const {
     // Integers wrap (-INT_MIN == INT_MIN) instead of overflowing.
-    if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
-    else return -x;
+    if constexpr (std::is_integral_v<T>)
+      return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+    else
+      return -x;
   }
 };
 

@@ -24,7 +24,7 @@ namespace lumen::fused {
 template <class T>
 struct Erf {
   explicit Erf(const Attributes &) {}
-  T operator()(T x) const { return std::erf(x); }
+  T operator()(T x) const { return std::erf(x); }  // as the reference erf op, to the bit
 };
 
 enum class StepKind {

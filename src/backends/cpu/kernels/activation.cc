@@ -1,22 +1,38 @@
-// CPU element-wise activations: the formulas of activation_functors.h in a flat loop over
-// contiguous memory (vectorized by the compiler where the formula allows), split across the thread
-// pool for large tensors. Input and output may be the same memory (in-place planning).
+// CPU element-wise activations: the formulas of activation_functors.h (branch-free polynomials
+// for float32 exp/tanh/sigmoid/erf) in a flat loop over contiguous memory, compiled for the best
+// vector ISA at run time, split across the thread pool only when the tensor is large enough to
+// pay for it. Input and output may be the same memory (in-place planning).
+#include <type_traits>
+
 #include "backends/common/activation_functors.h"
+#include "backends/cpu/vec/isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-// Elements per parallel chunk: large enough that scheduling costs little next to the math.
-constexpr int64_t kGrain = 1 << 14;
+// Elements per parallel chunk, ~10 us of work: cheap formulas are bound by memory bandwidth,
+// transcendental ones by arithmetic (and float64 falls back to scalar libm calls).
+template <template <class> class F, class T>
+constexpr int64_t grain() {
+  constexpr bool cheap =
+      std::is_same_v<F<T>, act::Relu<T>> || std::is_same_v<F<T>, act::LeakyRelu<T>> ||
+      std::is_same_v<F<T>, act::Clip<T>> || std::is_same_v<F<T>, act::Neg<T>> ||
+      std::is_same_v<F<T>, act::Abs<T>> || std::is_same_v<F<T>, act::HardSigmoid<T>> ||
+      std::is_same_v<F<T>, act::HardSwish<T>>;
+  if (cheap) return int64_t(1) << 16;
+  return std::is_same_v<T, float> ? int64_t(1) << 14 : int64_t(1) << 11;
+}
 
 template <template <class> class F, class T>
 void unary_typed(KernelContext &ctx) {
   const F<T> f(ctx.attrs);
   const T *x = ctx.input(0).data<T>();
   T *y = ctx.output(0).data<T>();
-  ctx.pool.parallel_for(ctx.output(0).numel(), kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+  ctx.pool.parallel_for(ctx.output(0).numel(), grain<F, T>(), [&](int64_t begin, int64_t end) {
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+    });
   });
 }
 

@@ -1,54 +1,208 @@
+// Depthwise convolution, one input plane at a time. The plane is first copied into a zero-padded
+// buffer, so the inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 (MobileNet's)
+// then run as one flat loop over the padded width (a few thrown-away columns per row keep the
+// vectors full even on 7x7 planes) with the nine taps summed in registers; for stride 2 the buffer
+// is split by row and column parity first, so every tap reads contiguous memory. Other shapes run
+// row by row, tap by tap. The epilogue runs on each finished row while it is in L1. Parallel over
+// input planes (n, c), each producing its p.mg output planes.
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "backends/cpu/vec/isa.h"
 
 namespace lumen {
 namespace {
 
-// One output plane of a conv whose output channel reads a single input channel `xc`.
+// The rectangle of the padded input the output reads: rows x cols, starting at (-pt, -pl).
+struct Padded {
+  int64_t rows, cols;
+};
+
+// Copies input plane xc into buf (rows x cols, row stride cols) as the padded rectangle.
 template <class T>
-void direct_plane(const ConvParams &p, const T *xc, const T *wm, T bias, T *y) {
-  std::fill(y, y + p.oh * p.ow, bias);
-  for (int64_t a = 0; a < p.kh; ++a)
-    for (int64_t b = 0; b < p.kw; ++b) {
-      const T wv = wm[a * p.kw + b];
-      const int64_t col_offset = b * p.dw - p.pl;
-      int64_t lo, hi;
-      valid_range(col_offset, p.sw, p.w, p.ow, lo, hi);
-      for (int64_t i = 0; i < p.oh; ++i) {
-        const int64_t ih = i * p.sh - p.pt + a * p.dh;
-        if (ih < 0 || ih >= p.h) continue;
-        const T *src = xc + ih * p.w + lo * p.sw + col_offset;
-        T *dst = y + i * p.ow + lo;
-        const int64_t count = hi - lo;
-        if (p.sw == 1)
-          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j];
-        else
-          for (int64_t j = 0; j < count; ++j) dst[j] += wv * src[j * p.sw];
-      }
+inline void pad_plane(const ConvParams &p, const Padded &pd, const T *xc, T *buf) {
+  const int64_t c0 = std::clamp<int64_t>(p.pl, 0, pd.cols);
+  const int64_t c1 = std::clamp<int64_t>(p.pl + p.w, c0, pd.cols);
+  for (int64_t r = 0; r < pd.rows; ++r) {
+    T *dst = buf + r * pd.cols;
+    const int64_t ih = r - p.pt;
+    if (ih < 0 || ih >= p.h) {
+      std::fill(dst, dst + pd.cols, T(0));
+      continue;
     }
+    // Padded column c reads input column c - pl when that is inside [0, w).
+    const T *src = xc + ih * p.w;
+    std::fill(dst, dst + c0, T(0));
+    std::copy(src + (c0 - p.pl), src + (c1 - p.pl), dst + c0);
+    std::fill(dst + c1, dst + pd.cols, T(0));
+  }
+}
+
+// Stride-2 layout: the padded plane (2 oh + 1 rows, 2 ow + 1 cols) split by row and column
+// parity into four planes of (oh + 1) x L, L = ow + 1, so that every tap of a 3x3 stride-2 window
+// is a contiguous read: quad[2 * (r % 2) + (c % 2)][r / 2][c / 2] = padded[r][c].
+template <class T>
+inline void split_quads(const T *padded, const Padded &pd, int64_t oh, int64_t ow, T *quad) {
+  const int64_t l = ow + 1, plane = (oh + 1) * l;
+  std::fill(quad, quad + 4 * plane, T(0));
+  for (int64_t r = 0; r < pd.rows; ++r) {
+    const T *src = padded + r * pd.cols;
+    T *even = quad + (2 * (r % 2)) * plane + (r / 2) * l, *odd = even + plane;
+    for (int64_t k = 0; k < l; ++k) even[k] = src[2 * k];
+    for (int64_t k = 0; k < ow; ++k) odd[k] = src[2 * k + 1];
+  }
+}
+
+// 3x3 stride 1 over the padded plane as one flat loop: out[t] for t = i * l + j reads
+// padded[t + a * l + b]. Columns j >= ow of each row are computed and thrown away; a flat loop
+// keeps vectors full even on 7x7 planes.
+template <class T>
+inline void flat_3x3_s1(const T *in, int64_t l, const T *k, T bias, T *out, int64_t len) {
+  const T k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7],
+          k8 = k[8];
+  const T *r0 = in, *r1 = in + l, *r2 = in + 2 * l;
+  for (int64_t t = 0; t < len; ++t) {
+    T acc = bias + k0 * r0[t] + k1 * r0[t + 1] + k2 * r0[t + 2];
+    acc += k3 * r1[t] + k4 * r1[t + 1] + k5 * r1[t + 2];
+    acc += k6 * r2[t] + k7 * r2[t + 1] + k8 * r2[t + 2];
+    out[t] = acc;
+  }
+}
+
+// 3x3 stride 2 over the four parity planes (see split_quads), flat as above.
+template <class T>
+inline void flat_3x3_s2(const T *ee, const T *eo, const T *oe, const T *oo, int64_t l, const T *k,
+                        T bias, T *out, int64_t len) {
+  const T k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7],
+          k8 = k[8];
+  const T *ee1 = ee + l, *eo1 = eo + l;
+  for (int64_t t = 0; t < len; ++t) {
+    T acc = bias + k0 * ee[t] + k1 * eo[t] + k2 * ee[t + 1];
+    acc += k3 * oe[t] + k4 * oo[t] + k5 * oe[t + 1];
+    acc += k6 * ee1[t] + k7 * eo1[t] + k8 * ee1[t + 1];
+    out[t] = acc;
+  }
+}
+
+// Any kernel size, stride and dilation, one output row: taps outer, the row accumulates in place.
+template <class T>
+inline void row_generic(const ConvParams &p, const Padded &pd, const T *buf, int64_t i, const T *k,
+                        T bias, T *out) {
+  std::fill(out, out + p.ow, bias);
+  for (int64_t a = 0; a < p.kh; ++a) {
+    const T *row = buf + (i * p.sh + a * p.dh) * pd.cols;
+    for (int64_t b = 0; b < p.kw; ++b) {
+      const T kv = k[a * p.kw + b];
+      const T *src = row + b * p.dw;
+      if (p.sw == 1)
+        for (int64_t j = 0; j < p.ow; ++j) out[j] += kv * src[j];
+      else
+        for (int64_t j = 0; j < p.ow; ++j) out[j] += kv * src[j * p.sw];
+    }
+  }
+}
+
+enum class Kind { Generic, S1, S2 };
+
+// Per-thread buffers: the padded plane, its parity planes and a block of flat outputs.
+template <class T>
+struct Scratch {
+  std::vector<T> padded, quads, flat;
+};
+
+constexpr int64_t kFlatBlock = 2048;  // flat outputs per block: 8 KiB of float, stays in L1
+constexpr int64_t kDirectWidth = 24;  // output rows at least this wide are computed in place
+
+template <class T>
+inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd, Scratch<T> &s,
+                         const T *k, T bias, const T *residual, const Epilogue<T> &epilogue,
+                         bool has_epilogue, T *y) {
+  auto finish_row = [&](int64_t i) {
+    if (has_epilogue)
+      epilogue.apply(y + i * p.ow, p.ow, nullptr, residual ? residual + i * p.ow : nullptr);
+  };
+  if (kind == Kind::Generic) {
+    for (int64_t i = 0; i < p.oh; ++i) {
+      vec::run_best([&]() LUMEN_VEC_INLINE {
+        row_generic(p, pd, s.padded.data(), i, k, bias, y + i * p.ow);
+      });
+      finish_row(i);
+    }
+    return;
+  }
+  // Flat rows have stride l (padded width for stride 1, parity-plane width for stride 2).
+  const int64_t l = kind == Kind::S1 ? pd.cols : p.ow + 1;
+  const T *q = s.quads.data();
+  const int64_t qplane = (p.oh + 1) * l;
+  auto run = [&](int64_t t0, T *out, int64_t len) LUMEN_VEC_INLINE {
+    if (kind == Kind::S1)
+      flat_3x3_s1(s.padded.data() + t0, l, k, bias, out, len);
+    else
+      flat_3x3_s2(q + t0, q + qplane + t0, q + 2 * qplane + t0, q + 3 * qplane + t0, l, k, bias,
+                  out, len);
+  };
+  if (p.ow >= kDirectWidth) {  // rows long enough to fill vectors: write them in place
+    for (int64_t i = 0; i < p.oh; ++i) {
+      run(i * l, y + i * p.ow, p.ow);
+      finish_row(i);
+    }
+    return;
+  }
+  // Narrow planes: several rows per flat loop, then the ow useful columns of each are copied.
+  const int64_t rows_per_block = std::max<int64_t>(1, kFlatBlock / l);
+  T *flat = s.flat.data();
+  for (int64_t i0 = 0; i0 < p.oh; i0 += rows_per_block) {
+    const int64_t rows = std::min(rows_per_block, p.oh - i0);
+    run(i0 * l, flat, (rows - 1) * l + p.ow);  // the last row needs only its first ow outputs
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < p.ow; ++j) y[(i0 + r) * p.ow + j] = flat[r * l + j];
+      finish_row(i0 + r);
+    }
+  }
 }
 
 }  // namespace
 
 template <class T>
-void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T *w,
-                      const T *bias, const T *residual, const Epilogue<T> &epilogue, T *y) {
+void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T *w, const T *bias,
+                      const T *residual, const Epilogue<T> &epilogue, T *y) {
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow, kernel_area = p.kh * p.kw;
+  if (p.n * p.m == 0 || out_plane == 0) return;
   const bool has_epilogue = residual || epilogue.has_activation();
-  const int64_t planes = p.n * p.m;
-  const int64_t grain =
-      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, out_plane * kernel_area));
-  pool.parallel_for(planes, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t q = begin; q < end; ++q) {
-      const int64_t n = q / p.m, m = q % p.m;
-      direct_plane(p, x + (n * p.c + m / p.mg) * in_plane, w + m * kernel_area,
-                   bias ? bias[m] : T(0), y + q * out_plane);
-      if (has_epilogue)
-        epilogue.apply(y + q * out_plane, out_plane, nullptr,
-                       residual ? residual + q * out_plane : nullptr);
-    }
-  });
+  const bool is3x3 = p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && p.sh == p.sw;
+  const Kind kind = !is3x3      ? Kind::Generic
+                    : p.sw == 1 ? Kind::S1
+                    : p.sw == 2 ? Kind::S2
+                                : Kind::Generic;
+  const Padded pd{(p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1,
+                  (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1};
+  // Input planes, each feeding p.mg output planes; ~256K multiply-adds per parallel chunk.
+  const int64_t planes = p.n * p.c;
+  const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
+  pool.parallel_for(planes, std::max<int64_t>(1, (int64_t(1) << 18) / work),
+                    [&](int64_t begin, int64_t end) {
+                      thread_local Scratch<T> s;
+                      s.padded.resize(size_t(pd.rows * pd.cols));
+                      if (kind == Kind::S2) s.quads.resize(size_t(4 * (p.oh + 1) * (p.ow + 1)));
+                      s.flat.resize(size_t(kFlatBlock + pd.cols + 1));
+                      for (int64_t q = begin; q < end; ++q) {
+                        // One ISA dispatch per plane: copies and taps all run vectorized.
+                        vec::run_best([&]() LUMEN_VEC_INLINE {
+                          pad_plane(p, pd, x + q * in_plane, s.padded.data());
+                          if (kind == Kind::S2)
+                            split_quads(s.padded.data(), pd, p.oh, p.ow, s.quads.data());
+                          const int64_t n = q / p.c, c = q % p.c;
+                          for (int64_t g = 0; g < p.mg; ++g) {
+                            const int64_t m = c * p.mg + g, out = n * p.m + m;
+                            output_plane(p, kind, pd, s, w + m * kernel_area, bias ? bias[m] : T(0),
+                                         residual ? residual + out * out_plane : nullptr, epilogue,
+                                         has_epilogue, y + out * out_plane);
+                          }
+                        });
+                      }
+                    });
 }
 
 template void depthwise_conv2d<float>(ThreadPool &, const ConvParams &, const float *,

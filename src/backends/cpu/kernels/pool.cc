@@ -1,10 +1,12 @@
-// CPU pooling: planes (n, c) split over the pool; each window's valid rows and columns are found
-// once, so the inner loops have no bounds checks. Same semantics as the reference kernels (max
-// propagates NaN; an empty average is NaN, an empty max -inf).
+// CPU pooling: planes (n, c) split over the pool. Each output row is accumulated tap by tap over
+// the whole row (valid column ranges found once per call, so the inner loops have no bounds
+// checks and vectorize, compiled for the best ISA at run time). Same semantics as the reference
+// kernels (max propagates NaN; an empty average is NaN, an empty max -inf).
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/vec/isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -55,45 +57,52 @@ void pool2d(KernelContext &ctx) {
     valid_taps(offset, dw, w, kw, col_lo[j], col_hi[j]);
     col_padded[j] = std::clamp<int64_t>(w + pads[3] - offset, 0, kw);
   }
-  ctx.pool.parallel_for(planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
-    for (int64_t q = begin; q < end; ++q) {
-      const T *xq = x + q * in_plane;
-      T *yq = y + q * out_plane;
-      for (int64_t i = 0; i < oh; ++i) {
-        const int64_t row_offset = i * sh - pads[0];
-        int64_t a_lo, a_hi;
-        valid_taps(row_offset, dh, h, kh, a_lo, a_hi);
-        const int64_t rows_padded = std::clamp<int64_t>(h + pads[2] - row_offset, 0, kh);
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t col0 = j * sw - pads[1];
-          T out;
-          if constexpr (kIsMax) {
-            // Branch-free: a select for the max and a flag for NaN (which must propagate).
-            T best = -std::numeric_limits<T>::infinity();
-            bool nan = false;
-            for (int64_t a = a_lo; a < a_hi; ++a) {
-              const T *row = xq + (row_offset + a * dh) * w;
-              for (int64_t b = col_lo[j]; b < col_hi[j]; ++b) {
-                const T v = row[col0 + b * dw];
-                best = v > best ? v : best;
-                nan |= v != v;
-              }
-            }
-            out = nan ? std::numeric_limits<T>::quiet_NaN() : best;
-          } else {
-            T sum = 0;
-            for (int64_t a = a_lo; a < a_hi; ++a) {
-              const T *row = xq + (row_offset + a * dh) * w;
-              for (int64_t b = col_lo[j]; b < col_hi[j]; ++b) sum += row[col0 + b * dw];
-            }
-            const int64_t count = count_include_pad ? rows_padded * col_padded[j]
-                                                    : (a_hi - a_lo) * (col_hi[j] - col_lo[j]);
-            out = sum / static_cast<T>(count);
-          }
-          yq[i * ow + j] = out;
+  // Per kernel column b: the output columns [lo, hi) whose tap b lands inside the input.
+  std::vector<int64_t> tap_lo(kw), tap_hi(kw);
+  for (int64_t b = 0; b < kw; ++b) {
+    const int64_t offset = b * dw - pads[1];
+    tap_lo[b] = offset >= 0 ? 0 : ceil_div(-offset, sw);
+    tap_hi[b] = w - offset <= 0 ? 0 : ceil_div(w - offset, sw);
+    tap_lo[b] = std::min(tap_lo[b], ow);
+    tap_hi[b] = std::clamp(tap_hi[b], tap_lo[b], ow);
+  }
+  // Each output row is accumulated in place, one kernel tap at a time over the whole row (a
+  // strided, vectorizable loop); max keeps NaN: once a NaN is seen it stays.
+  auto pool_row = [&](const T *xq, int64_t i, T *out) LUMEN_VEC_INLINE {
+    const int64_t row_offset = i * sh - pads[0];
+    int64_t a_lo, a_hi;
+    valid_taps(row_offset, dh, h, kh, a_lo, a_hi);
+    const T init = kIsMax ? -std::numeric_limits<T>::infinity() : T(0);
+    for (int64_t j = 0; j < ow; ++j) out[j] = init;
+    for (int64_t a = a_lo; a < a_hi; ++a) {
+      const T *row = xq + (row_offset + a * dh) * w;
+      for (int64_t b = 0; b < kw; ++b) {
+        const int64_t lo = tap_lo[b], hi = tap_hi[b];
+        const T *src = row + lo * sw + b * dw - pads[1];
+        T *dst = out + lo;
+        for (int64_t j = 0; j < hi - lo; ++j) {
+          const T v = src[j * sw];
+          if constexpr (kIsMax)
+            dst[j] = v != v ? v : (v > dst[j] ? v : dst[j]);
+          else
+            dst[j] += v;
         }
       }
     }
+    if constexpr (!kIsMax) {
+      const int64_t rows_padded = std::clamp<int64_t>(h + pads[2] - row_offset, 0, kh);
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t count = count_include_pad ? rows_padded * col_padded[j]
+                                                : (a_hi - a_lo) * (col_hi[j] - col_lo[j]);
+        out[j] = out[j] / static_cast<T>(count);
+      }
+    }
+  };
+  ctx.pool.parallel_for(planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      for (int64_t q = begin; q < end; ++q)
+        for (int64_t i = 0; i < oh; ++i) pool_row(x + q * in_plane, i, y + q * out_plane + i * ow);
+    });
   });
 }
 

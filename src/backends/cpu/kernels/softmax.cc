@@ -1,11 +1,14 @@
 // CPU softmax / log_softmax. Innermost axis: each row is contiguous (max, exp-and-sum, scale).
 // Other axes: blocks of up to kBlock neighbouring columns are processed together so every pass
 // reads contiguous memory rows of the block instead of striding down one column at a time; the
-// per-column max and sums live on the stack (kernels do not allocate). Parallel over rows/blocks.
+// per-column max and sums live on the stack (kernels do not allocate). Parallel over rows/blocks;
+// the loops are compiled for the best vector ISA at run time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "backends/common/activation_functors.h"
+#include "backends/cpu/vec/isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -14,21 +17,41 @@ namespace {
 constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly
 constexpr int64_t kBlock = 64;       // columns per block when the axis is not innermost
 
+// One contiguous row. Max and sum run in kLanes independent lanes so the loops vectorize (a
+// single running sum is a serial dependency the compiler may not reorder); exp is act::exp (the
+// polynomial for float32).
 template <class T, bool kLog>
-void softmax_row(const T *x, T *y, int64_t len) {
+LUMEN_VEC_INLINE inline void softmax_row(const T *x, T *y, int64_t len) {
+  constexpr int64_t kLanes = 16;
+  const int64_t body = len - len % kLanes;
+  T lane_max[kLanes], lane_sum[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) {
+    lane_max[l] = -std::numeric_limits<T>::infinity();
+    lane_sum[l] = T(0);
+  }
+  for (int64_t k = 0; k < body; k += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lane_max[l] = x[k + l] > lane_max[l] ? x[k + l] : lane_max[l];
   T max = -std::numeric_limits<T>::infinity();
-  for (int64_t k = 0; k < len; ++k) max = x[k] > max ? x[k] : max;
+  for (int64_t l = 0; l < kLanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
+  for (int64_t k = body; k < len; ++k) max = x[k] > max ? x[k] : max;
+  for (int64_t k = 0; k < body; k += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const T e = act::exp(x[k + l] - max);
+      if constexpr (!kLog) y[k + l] = e;
+      lane_sum[l] += e;
+    }
   double sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += lane_sum[l];
+  for (int64_t k = body; k < len; ++k) {
+    const T e = act::exp(x[k] - max);
+    if constexpr (!kLog) y[k] = e;
+    sum += e;
+  }
   if constexpr (kLog) {
-    for (int64_t k = 0; k < len; ++k) sum += std::exp(x[k] - max);
     const T lse = T(std::log(sum));
     for (int64_t k = 0; k < len; ++k) y[k] = (x[k] - max) - lse;
   } else {
-    for (int64_t k = 0; k < len; ++k) {
-      const T e = std::exp(x[k] - max);
-      y[k] = e;
-      sum += e;
-    }
     const T inv = T(1.0 / sum);
     for (int64_t k = 0; k < len; ++k) y[k] *= inv;
   }
@@ -36,7 +59,8 @@ void softmax_row(const T *x, T *y, int64_t len) {
 
 // x and y point at element (o, 0, j0); the block covers columns j0 .. j0 + width.
 template <class T, bool kLog>
-void softmax_block(const T *x, T *y, int64_t len, int64_t inner, int64_t width) {
+LUMEN_VEC_INLINE inline void softmax_block(const T *x, T *y, int64_t len, int64_t inner,
+                                           int64_t width) {
   T max[kBlock];
   double sum[kBlock];
   for (int64_t c = 0; c < width; ++c) {
@@ -51,7 +75,7 @@ void softmax_block(const T *x, T *y, int64_t len, int64_t inner, int64_t width) 
     const T *row = x + k * inner;
     T *out = y + k * inner;
     for (int64_t c = 0; c < width; ++c) {
-      const T e = std::exp(row[c] - max[c]);
+      const T e = act::exp(row[c] - max[c]);
       sum[c] += e;
       if constexpr (!kLog) out[c] = e;
     }
@@ -86,18 +110,22 @@ void softmax_typed(KernelContext &ctx) {
   }
   if (inner == 1) {
     ctx.pool.parallel_for(outer, std::max<int64_t>(1, kGrain / len), [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o) softmax_row<T, kLog>(x + o * len, y + o * len, len);
+      vec::run_best([&]() LUMEN_VEC_INLINE {
+        for (int64_t o = b; o < e; ++o) softmax_row<T, kLog>(x + o * len, y + o * len, len);
+      });
     });
     return;
   }
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kGrain / (len * std::min(inner, kBlock)));
   ctx.pool.parallel_for(outer * blocks, grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / blocks, j0 = (t % blocks) * kBlock;
-      const int64_t offset = o * len * inner + j0;
-      softmax_block<T, kLog>(x + offset, y + offset, len, inner, std::min(kBlock, inner - j0));
-    }
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t o = t / blocks, j0 = (t % blocks) * kBlock;
+        const int64_t offset = o * len * inner + j0;
+        softmax_block<T, kLog>(x + offset, y + offset, len, inner, std::min(kBlock, inner - j0));
+      }
+    });
   });
 }
 

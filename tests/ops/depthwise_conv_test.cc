@@ -1,0 +1,80 @@
+// Depthwise convolution (one input channel per group) on the cpu backend against the reference:
+// the unrolled 3x3 stride-1 and stride-2 paths, the generic path (other sizes, strides,
+// dilations), channel multipliers, asymmetric padding, planes narrower and wider than one vector,
+// and the fused epilogue (clip as MobileNet's relu6, plus a residual). The cpu kernel sums the
+// nine taps in float32 in another order than the reference (double): rtol/atol 1e-5.
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+using testing::cpu_matches_reference;
+using testing::random_tensor;
+using Ints = std::vector<int64_t>;
+
+constexpr double kTol = 1e-5;
+
+struct DwCase {
+  std::string label;
+  int64_t n, c, h, w, mult, kh, kw;
+  Ints strides, pads, dilations;
+};
+
+std::vector<DwCase> cases() {
+  return {
+      {"3x3 s1 p1", 1, 8, 14, 14, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s1 p1 wide odd", 2, 3, 9, 37, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s2 p1 even", 1, 5, 16, 16, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s2 p1 odd", 1, 4, 15, 33, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s2 no pad", 1, 3, 11, 10, 1, 3, 3, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {"3x3 s1 asymmetric pads", 1, 3, 7, 8, 1, 3, 3, {1, 1}, {0, 2, 1, 0}, {1, 1}},
+      {"3x3 s1 tiny plane", 1, 6, 1, 1, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 multiplier 2", 2, 3, 8, 9, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s2 multiplier 3", 1, 2, 9, 9, 3, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 dilation 2", 1, 4, 12, 13, 1, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+      {"3x3 mixed strides", 1, 3, 10, 12, 1, 3, 3, {1, 2}, {1, 1, 1, 1}, {1, 1}},
+      {"5x5 s2 p2", 1, 4, 17, 19, 1, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}},
+      {"3x3 s3", 1, 3, 13, 14, 1, 3, 3, {3, 3}, {1, 1, 1, 1}, {1, 1}},
+      {"1x7 dilated", 1, 2, 6, 20, 1, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 2}},
+      {"mobilenet-like 112", 1, 4, 112, 112, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+  };
+}
+
+Attributes attrs_of(const DwCase &c) {
+  return {{"group", c.c}, {"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}};
+}
+
+TEST(DepthwiseConv, MatchesReference) {
+  for (const DwCase &c : cases()) {
+    SCOPED_TRACE(c.label);
+    const Tensor x = random_tensor({c.n, c.c, c.h, c.w}, 1);
+    const Tensor w = random_tensor({c.c * c.mult, 1, c.kh, c.kw}, 2);
+    const Tensor b = random_tensor({c.c * c.mult}, 3);
+    EXPECT_TRUE(cpu_matches_reference("conv2d", {x, w}, attrs_of(c), kTol, kTol));
+    EXPECT_TRUE(cpu_matches_reference("conv2d", {x, w, b}, attrs_of(c), kTol, kTol));
+  }
+}
+
+TEST(DepthwiseConv, FusedEpilogueMatchesReference) {
+  for (const DwCase &c : cases()) {
+    SCOPED_TRACE(c.label);
+    const Tensor x = random_tensor({c.n, c.c, c.h, c.w}, 4, -3, 3);
+    const Tensor w = random_tensor({c.c * c.mult, 1, c.kh, c.kw}, 5);
+    const Tensor b = random_tensor({c.c * c.mult}, 6);
+    Attributes relu6 = attrs_of(c);
+    relu6.set("activation", std::string("clip"));
+    relu6.set("activation_min", 0.0);
+    relu6.set("activation_max", 6.0);
+    EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b}, relu6, kTol, kTol));
+    // A residual with the output's shape (the reference computes the shape).
+    const Tensor y = call_op("conv2d", {x, w, b}, attrs_of(c), "reference")[0];
+    const Tensor z = random_tensor(y.shape(), 7);
+    EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b, z}, relu6, kTol, kTol));
+  }
+}
+
+}  // namespace
+}  // namespace lumen
