@@ -5,6 +5,8 @@
 #include <span>
 #include <string_view>
 
+#include "backends/cpu/vec/isa.h"
+
 namespace lumen::cpu {
 
 struct F32GemmMicrokernel {
@@ -12,14 +14,14 @@ struct F32GemmMicrokernel {
   int mr, nr;             // tile rows and columns
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
               bool accumulate);
-  bool (*supported)();  // does this CPU have the instruction set?
+  vec::Isa isa;  // the instruction set it needs
+  bool supported() const { return isa <= vec::hardware_isa(); }
 };
 
 // Every compiled micro-kernel, fastest first (supported or not).
 std::span<const F32GemmMicrokernel> f32_gemm_microkernels();
 
-// The fastest one this CPU supports, chosen once. LUMEN_CPU_ISA=avx2|portable caps the choice
-// (to test or compare the slower paths on a machine that has AVX-512).
+// The fastest one for vec::cpu_isa() (the CPU's features, capped by LUMEN_CPU_ISA), chosen once.
 const F32GemmMicrokernel &default_f32_gemm_microkernel();
 
 }  // namespace lumen::cpu

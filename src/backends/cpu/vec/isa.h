@@ -27,12 +27,16 @@
 #define LUMEN_VEC_INLINE
 #endif
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
 namespace lumen::vec {
 
 enum class Isa { Baseline, Avx2, Avx512 };
 
 // The widest ISA this CPU (and OS) supports, detected once.
-inline Isa cpu_isa() {
+inline Isa hardware_isa() {
 #if LUMEN_VEC_X86
   static const Isa isa = [] {
     __builtin_cpu_init();
@@ -46,6 +50,20 @@ inline Isa cpu_isa() {
 #else
   return Isa::Baseline;
 #endif
+}
+
+// The ISA kernels use: the hardware's, capped by LUMEN_CPU_ISA=avx2|baseline when set (to test or
+// compare the narrower paths on a wider machine).
+inline Isa cpu_isa() {
+  static const Isa isa = [] {
+    const char *cap = std::getenv("LUMEN_CPU_ISA");
+    const std::string_view limit = cap ? cap : "";
+    const Isa most = limit == "baseline" ? Isa::Baseline
+                     : limit == "avx2"   ? Isa::Avx2
+                                         : Isa::Avx512;
+    return std::min(hardware_isa(), most);
+  }();
+  return isa;
 }
 
 #if LUMEN_VEC_X86
