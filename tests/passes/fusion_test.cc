@@ -90,6 +90,43 @@ TEST(FoldConvBatchNormPass, FoldsGroupedConvFloat64) {
   EXPECT_TRUE(same_outputs(g, after, {input}, 1e-10, 1e-10));
 }
 
+// Exporters write a frozen batch norm as mul + add by per-channel constants: conv -> mul folds into
+// the weights, the add into the bias, and the relu into the epilogue: one fused_conv.
+TEST(FoldConvBatchNormPass, FoldsPerChannelMulThenTheAddAndReluFuse) {
+  for (bool conv_bias : {true, false}) {
+    SCOPED_TRACE(conv_bias ? "conv bias" : "no conv bias");
+    Graph g;
+    Value *x = g.add_input("x", {2, 3, 7, 7});
+    std::vector<Value *> conv_inputs = {x, g.add_weight("w", {6, 3, 3, 3})};
+    if (conv_bias) conv_inputs.push_back(g.add_weight("b", {6}));
+    Value *conv = g.add_op("conv2d", conv_inputs, pads1(), "conv1");
+    Value *mul = g.add_op("mul", {constant(g, "s", {6, 1, 1}, 2, 0.5, 1.5), conv}, {}, "mul1");
+    Value *add = g.add_op("add", {mul, constant(g, "t", {1, 6, 1, 1}, 3, -1, 1)}, {}, "add1");
+    g.mark_output(g.add_op("relu", {add}, {}, "relu1"));
+    std::vector<std::string> notes;
+    Graph after =
+        optimized_copy(g, make_fold_conv_batch_norm(), {random_tensor({2, 3, 7, 7}, 7)}, &notes);
+    EXPECT_EQ(op_counts(after),
+              (std::map<std::string, int>{{"add", 1}, {"conv2d", 1}, {"relu", 1}}));
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("conv2d 'conv1' + mul 'mul1' -> conv2d"), std::string::npos)
+        << notes[0];
+    Graph fused = g.clone();
+    fused.optimize(2);
+    EXPECT_EQ(op_counts(fused), (std::map<std::string, int>{{"fused_conv", 1}}));
+    EXPECT_TRUE(same_outputs(g, fused, {random_tensor({2, 3, 7, 7}, 8)}, 1e-5, 1e-5));
+  }
+}
+
+TEST(FoldConvBatchNormPass, DoesNotFoldMulByANonPerChannelTensor) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 5});
+  Value *conv = g.add_op("conv2d", {x, g.add_weight("w", {4, 3, 3, 3})});
+  // Per output column, not per channel: folding it into the weights would be wrong.
+  g.mark_output(g.add_op("mul", {conv, constant(g, "s", {1, 1, 1, 3}, 2, 0.5, 1.5)}));
+  run_pass(*make_fold_conv_batch_norm(), g, false);
+}
+
 TEST(FoldConvBatchNormPass, DoesNotFoldConvWithSecondUser) {
   Graph g;
   Value *x = g.add_input("x", {1, 3, 5, 5});

@@ -1,8 +1,15 @@
-// conv2d (constant w, optional constant b) -> batch_norm (constant scale, bias, mean, var), where
-// the conv's output feeds only the batch_norm: one conv2d with
-//   w'[m] = w[m] * s[m],  b'[m] = (b[m] - mean[m]) * s[m] + beta[m],  s = scale / sqrt(var + eps).
-// The new weights are computed in double and stored in the weight dtype.
+// A per-channel affine map after a conv folded into its weights. conv2d (constant w, optional
+// constant b), whose output feeds only the second node, followed by
+//   - batch_norm (constant scale, bias, mean, var): s = scale / sqrt(var + eps),
+//     t = beta - mean * s;
+//   - or mul by a per-channel constant c ([1, M, 1, 1] or [M, 1, 1]; exporters write a frozen
+//     batch norm as mul + add): s = c, t = 0 (the add then folds into the bias in
+//     fuse_bias_activation);
+// becomes one conv2d with w'[m] = w[m] * s[m], b'[m] = b[m] * s[m] + t[m]. The new weights are
+// computed in double and stored in the weight dtype.
 #include <cmath>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/passes/pass.h"
@@ -34,18 +41,52 @@ Tensor from_doubles(const Shape &shape, DType dtype, const std::vector<double> &
   return t;
 }
 
-// The conv2d whose output feeds only `bn`, when everything the fold needs is a constant.
-Node *foldable_conv(const Graph &graph, const Node *bn) {
-  Node *conv = producer_if(bn->input(0), "conv2d");
+// The conv2d feeding `v` and nothing else, when its weights (and bias) are constants.
+Node *foldable_conv(const Graph &graph, const Value *v) {
+  Node *conv = producer_if(v, "conv2d");
   if (!conv || !has_single_use(graph, conv->output())) return nullptr;
   const DType dtype = conv->output()->dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64) return nullptr;
   if (!is_float_constant(conv->input(1), dtype)) return nullptr;
   if (conv->inputs().size() > 2 && conv->input(2) && !is_float_constant(conv->input(2), dtype))
     return nullptr;
-  for (size_t i = 1; i <= 4; ++i)
-    if (!is_float_constant(bn->input(i), dtype)) return nullptr;
   return conv;
+}
+
+// A conv and the per-channel y * s + t that follows it.
+struct Affine {
+  Node *conv = nullptr;
+  std::vector<double> scale, shift;  // shift empty: zero
+};
+
+std::optional<Affine> batch_norm_affine(const Graph &graph, const Node *bn) {
+  Node *conv = foldable_conv(graph, bn->input(0));
+  if (!conv) return std::nullopt;
+  for (size_t i = 1; i <= 4; ++i)
+    if (!is_float_constant(bn->input(i), conv->output()->dtype())) return std::nullopt;
+  const double eps = bn->attrs().get_float("epsilon", 1e-5);
+  const auto gamma = to_doubles(bn->input(1)->constant());
+  const auto beta = to_doubles(bn->input(2)->constant());
+  const auto mean = to_doubles(bn->input(3)->constant());
+  const auto var = to_doubles(bn->input(4)->constant());
+  Affine affine{conv, std::vector<double>(gamma.size()), std::vector<double>(gamma.size())};
+  for (size_t m = 0; m < gamma.size(); ++m) {
+    affine.scale[m] = gamma[m] / std::sqrt(var[m] + eps);
+    affine.shift[m] = beta[m] - mean[m] * affine.scale[m];
+  }
+  return affine;
+}
+
+std::optional<Affine> mul_affine(const Graph &graph, const Node *mul) {
+  for (size_t i = 0; i < 2; ++i) {
+    Node *conv = foldable_conv(graph, mul->input(i));
+    const Value *c = mul->input(1 - i);
+    if (!conv || !is_per_channel_constant(c, conv->output()) ||
+        mul->output()->shape() != conv->output()->shape())
+      continue;
+    return Affine{conv, to_doubles(c->constant()), {}};
+  }
+  return std::nullopt;
 }
 
 class FoldConvBatchNorm final : public Pass {
@@ -54,20 +95,24 @@ class FoldConvBatchNorm final : public Pass {
 
   bool run(Graph &graph, PassContext &ctx) override {
     bool changed = false;
-    for (Node *bn : graph.topological_order()) {
-      if (bn->op() != "batch_norm") continue;
-      Node *conv = foldable_conv(graph, bn);
-      if (!conv) continue;
-      Value *folded = fold(graph, conv, bn);
-      if (!graph.can_replace(bn->output(), folded)) {
+    for (Node *node : graph.topological_order()) {
+      std::optional<Affine> affine;
+      if (node->op() == "batch_norm")
+        affine = batch_norm_affine(graph, node);
+      else if (node->op() == "mul")
+        affine = mul_affine(graph, node);
+      if (!affine) continue;
+      Node *conv = affine->conv;
+      Value *folded = fold(graph, *affine, node->name());
+      if (!graph.can_replace(node->output(), folded)) {
         graph.remove_node(folded->producer());
         continue;
       }
-      ctx.note("conv2d '", conv->name(), "' + batch_norm '", bn->name(), "' -> conv2d '",
+      ctx.note("conv2d '", conv->name(), "' + ", node->op(), " '", node->name(), "' -> conv2d '",
                folded->producer()->name(), "'");
-      graph.replace_all_uses(bn->output(), folded);
+      graph.replace_all_uses(node->output(), folded);
       // Both are dead now; removing them here keeps a second run from matching them again.
-      graph.remove_node(bn);
+      graph.remove_node(node);
       graph.remove_node(conv);
       changed = true;
     }
@@ -75,31 +120,27 @@ class FoldConvBatchNorm final : public Pass {
   }
 
  private:
-  static Value *fold(Graph &graph, const Node *conv, const Node *bn) {
+  static Value *fold(Graph &graph, const Affine &affine, const std::string &follower) {
+    const Node *conv = affine.conv;
     Value *w = conv->input(1);
     const bool has_bias = conv->inputs().size() > 2 && conv->input(2);
     const DType dtype = w->dtype();
-    const double eps = bn->attrs().get_float("epsilon", 1e-5);
-    const auto scale = to_doubles(bn->input(1)->constant());
-    const auto beta = to_doubles(bn->input(2)->constant());
-    const auto mean = to_doubles(bn->input(3)->constant());
-    const auto var = to_doubles(bn->input(4)->constant());
     auto weights = to_doubles(w->constant());
-    const size_t channels = scale.size();
+    const size_t channels = affine.scale.size();
     const size_t per_channel = weights.size() / channels;
     std::vector<double> bias =
         has_bias ? to_doubles(conv->input(2)->constant()) : std::vector<double>(channels, 0.0);
     for (size_t m = 0; m < channels; ++m) {
-      const double s = scale[m] / std::sqrt(var[m] + eps);
-      for (size_t i = 0; i < per_channel; ++i) weights[m * per_channel + i] *= s;
-      bias[m] = (bias[m] - mean[m]) * s + beta[m];
+      for (size_t i = 0; i < per_channel; ++i) weights[m * per_channel + i] *= affine.scale[m];
+      bias[m] = bias[m] * affine.scale[m] + (affine.shift.empty() ? 0.0 : affine.shift[m]);
     }
-    Value *new_w = graph.add_constant(graph.fresh_name(w->name() + "_bn"),
+    Value *new_w = graph.add_constant(graph.fresh_name(w->name() + "_scaled"),
                                       from_doubles(w->shape(), dtype, weights));
-    Value *new_b = graph.add_constant(graph.fresh_name(bn->name() + "_bias"),
-                                      from_doubles(Shape{int64_t(channels)}, dtype, bias));
-    return graph.add_op("conv2d", {conv->input(0), new_w, new_b}, conv->attrs(),
-                        graph.fresh_name(conv->name()));
+    std::vector<Value *> inputs{conv->input(0), new_w};
+    if (has_bias || !affine.shift.empty())
+      inputs.push_back(graph.add_constant(graph.fresh_name(follower + "_bias"),
+                                          from_doubles(Shape{int64_t(channels)}, dtype, bias)));
+    return graph.add_op("conv2d", inputs, conv->attrs(), graph.fresh_name(conv->name()));
   }
 };
 

@@ -67,16 +67,6 @@ Tensor sum_bias(const Tensor *old_bias, const Tensor &added, int64_t channels, D
   return out;
 }
 
-// A constant shaped [1, M, 1, 1] or [M, 1, 1] for a conv output [N, M, H, W].
-bool is_per_channel_constant(const Value *c, const Value *conv_out) {
-  if (!c->is_constant() || c->dtype() != conv_out->dtype() || !conv_out->has_shape()) return false;
-  const Shape &s = c->shape(), &y = conv_out->shape();
-  const int64_t m = y[1];
-  if (m == kUnknownDim) return false;
-  return (s.rank() == 4 && s[0] == 1 && s[1] == m && s[2] == 1 && s[3] == 1) ||
-         (s.rank() == 3 && s[0] == m && s[1] == 1 && s[2] == 1);
-}
-
 class FuseBiasActivation final : public Pass {
  public:
   std::string_view name() const override { return "fuse_bias_activation"; }

@@ -71,4 +71,13 @@ bool constant_all_equal(const Value *v, double expected) {
   return true;
 }
 
+bool is_per_channel_constant(const Value *c, const Value *conv_out) {
+  if (!c->is_constant() || c->dtype() != conv_out->dtype() || !conv_out->has_shape()) return false;
+  const Shape &s = c->shape(), &y = conv_out->shape();
+  if (y.rank() != 4 || y[1] == kUnknownDim) return false;
+  const int64_t m = y[1];
+  return (s.rank() == 4 && s[0] == 1 && s[1] == m && s[2] == 1 && s[3] == 1) ||
+         (s.rank() == 3 && s[0] == m && s[1] == 1 && s[2] == 1);
+}
+
 }  // namespace lumen

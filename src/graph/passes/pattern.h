@@ -75,4 +75,8 @@ bool scalar_near(const Value *v, double expected, double relative_tolerance = 1e
 // Whether every element of constant `v` equals `expected` (any element count).
 bool constant_all_equal(const Value *v, double expected);
 
+// A constant of conv_out's dtype shaped [1, M, 1, 1] or [M, 1, 1] for a conv output [N, M, H, W]:
+// one value per output channel.
+bool is_per_channel_constant(const Value *c, const Value *conv_out);
+
 }  // namespace lumen
