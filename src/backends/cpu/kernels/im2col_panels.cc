@@ -1,7 +1,7 @@
 #include "backends/cpu/kernels/im2col_panels.h"
 
 #include <algorithm>
-#include <cstring>
+#include <vector>
 
 #include "lumen/error.h"
 
@@ -15,6 +15,12 @@ struct Segment {
   int t, count;
 };
 
+// For one segment and kernel column b: the input column of the segment's first pixel and the
+// pixels [lo, hi) of the segment whose input column lies inside the image.
+struct ColumnRange {
+  int64_t ix0, lo, hi;
+};
+
 }  // namespace
 
 PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
@@ -23,6 +29,9 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
   const int64_t kernel_area = p.kh * p.kw;
   Segment segments[64];  // a panel spans at most nr segments
   if (nr > 64) fail("im2col panels: nr=", nr, " is wider than 64");
+  // The column ranges depend on (segment, b) only, not on the channel or kernel row: computed
+  // once per panel, they keep divisions out of the per-row loop.
+  std::vector<ColumnRange> ranges(static_cast<size_t>(64 * p.kw));
   for (int64_t j = 0; j * nr < nc; ++j) {
     const int64_t c0 = n0 + j * nr;
     const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
@@ -31,7 +40,13 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
       const int64_t pixel = c0 + t;
       const int64_t oy = pixel / p.ow, ox = pixel % p.ow;
       const int count = static_cast<int>(std::min<int64_t>(cols - t, p.ow - ox));
-      segments[num_segments++] = {oy, ox, t, count};
+      segments[num_segments] = {oy, ox, t, count};
+      for (int64_t b = 0; b < p.kw; ++b) {
+        ColumnRange &r = ranges[static_cast<size_t>(num_segments * p.kw + b)];
+        r.ix0 = ox * p.sw - p.pl + b * p.dw;
+        valid_range(r.ix0, p.sw, p.w, count, r.lo, r.hi);
+      }
+      ++num_segments;
       t += count;
     }
     float *dst = buffer + j * kc * nr;
@@ -47,20 +62,18 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
           for (int i = 0; i < seg.count; ++i) out[i] = 0.0f;
           continue;
         }
-        const int64_t ix0 = seg.ox * p.sw - p.pl + b * p.dw;  // input column of the first pixel
-        int64_t lo, hi;
-        valid_range(ix0, p.sw, p.w, seg.count, lo, hi);
+        const ColumnRange &r = ranges[static_cast<size_t>(s * p.kw + b)];
         // Plain loops rather than memcpy/fill: segments are short (at most nr), so a call costs
         // more than the copy; the compiler vectorizes these.
         const float *row = xc + iy * p.w;
-        for (int64_t i = 0; i < lo; ++i) out[i] = 0.0f;
+        for (int64_t i = 0; i < r.lo; ++i) out[i] = 0.0f;
         if (p.sw == 1)
-          for (int64_t i = lo; i < hi; ++i) out[i] = row[ix0 + i];
+          for (int64_t i = r.lo; i < r.hi; ++i) out[i] = row[r.ix0 + i];
         else
-          for (int64_t i = lo; i < hi; ++i) out[i] = row[ix0 + i * p.sw];
-        for (int64_t i = hi; i < seg.count; ++i) out[i] = 0.0f;
+          for (int64_t i = r.lo; i < r.hi; ++i) out[i] = row[r.ix0 + i * p.sw];
+        for (int64_t i = r.hi; i < seg.count; ++i) out[i] = 0.0f;
       }
-      std::fill(dst + cols, dst + nr, 0.0f);
+      for (int i = cols; i < nr; ++i) dst[i] = 0.0f;
       if (++b == p.kw) {
         b = 0;
         if (++a == p.kh) {
