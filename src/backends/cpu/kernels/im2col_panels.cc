@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/ukernels/f32_im2col.h"
+#include "backends/cpu/vec/isa.h"
 #include "lumen/error.h"
 
 namespace lumen::cpu {
@@ -32,6 +34,12 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
   // The column ranges depend on (segment, b) only, not on the channel or kernel row: computed
   // once per panel, they keep divisions out of the per-row loop.
   std::vector<ColumnRange> ranges(static_cast<size_t>(64 * p.kw));
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool masked_copies = vec::cpu_isa() == vec::Isa::Avx512;
+  const bool fast_segments = masked_copies && p.sw == 1;
+#else
+  const bool fast_segments = false;
+#endif
   for (int64_t j = 0; j * nr < nc; ++j) {
     const int64_t c0 = n0 + j * nr;
     const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
@@ -63,6 +71,12 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
           continue;
         }
         const ColumnRange &r = ranges[static_cast<size_t>(s * p.kw + b)];
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (fast_segments) {
+          ukernels::f32_im2col_segment__avx512(xc + iy * p.w, r.ix0, r.lo, r.hi, seg.count, out);
+          continue;
+        }
+#endif
         // Plain loops rather than memcpy/fill: segments are short (at most nr), so a call costs
         // more than the copy; the compiler vectorizes these.
         const float *row = xc + iy * p.w;

@@ -1,0 +1,13 @@
+// Copy kernels for packing im2col panels (kernels/im2col_panels.cc): one run of a panel row.
+#pragma once
+
+#include <cstdint>
+
+namespace lumen::ukernels {
+
+// out[i] = row[ix0 + i] for lo <= i < hi, 0 for the other i < count (count <= 64). Lanes outside
+// [lo, hi) are never read, so row + ix0 may point before the row. Stride-1 convolutions only.
+void f32_im2col_segment__avx512(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
+                                float *out);
+
+}  // namespace lumen::ukernels
