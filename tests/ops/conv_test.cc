@@ -133,6 +133,12 @@ TEST(Conv2dOp, CpuMatchesReference) {
        true},
       {{2, 8, 5, 5}, {16, 8, 1, 1}, {}, true},
       {{2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
+      // Stride 1 on maps at least 20 wide: the cpu conv runs on a zero-padded grid
+      // (padded_image_panels.h); same, dilated and asymmetric padding, groups, two images.
+      {{1, 5, 23, 24}, {7, 5, 3, 3}, {{"pads", V{1, 1, 1, 1}}}, true},
+      {{2, 4, 30, 41}, {6, 4, 3, 2}, {{"dilations", V{2, 1}}, {"pads", V{2, 0, 1, 3}}}, false},
+      {{1, 6, 21, 33}, {4, 3, 5, 5}, {{"group", int64_t{2}}, {"pads", V{2, 2, 2, 2}}}, true},
+      {{1, 3, 22, 40}, {5, 3, 3, 3}, {}, true},
       {{1, 8, 6, 6}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 4, 4}, {4, 8, 1, 1}, {{"pads", V{1, 1, 1, 1}}}, true},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {}, true},

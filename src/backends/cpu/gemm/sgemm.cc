@@ -10,11 +10,15 @@ namespace lumen::cpu {
 namespace {
 
 // Cache blocking (Goto): a kc x nr micro-panel of B (32 KiB) stays in L1 while the micro-kernel
-// walks the mc x kc block of A (384 KiB) in L2; the kc x nc block of B lives in L3 and is packed
-// once per (n, k) block, the A block once per (n, k, m) block, so a large nc packs A rarely.
-constexpr int64_t kDepthBlock = 256;    // kc
-constexpr int64_t kRowBlock = 384;      // mc, rounded to a multiple of mr
-constexpr int64_t kColumnBlock = 4096;  // nc, a multiple of every nr
+// walks the mc x kc block of A (384 KiB) in L2. The kc x nc block of B is packed once per (n, k)
+// block and the A block once per (n, k, m) block: nc = 512 keeps the B block in L2 too (512 KiB),
+// which pays off when A has few rows (convs with 64-128 output channels); a large plain A is
+// repacked for every nc block, so it gets a wide nc (B then lives in L3).
+constexpr int64_t kDepthBlock = 256;                    // kc
+constexpr int64_t kRowBlock = 384;                      // mc, rounded to a multiple of mr
+int64_t column_block(int64_t rows, bool a_prepacked) {  // nc, a multiple of every nr
+  return a_prepacked || rows <= 1024 ? 512 : 4096;
+}
 // The finish hook gets blocks of about mc x 256 (L2-sized) right after their last product.
 constexpr int64_t kFinishColumns = 256;
 constexpr double kMinMacsPerThread = 128.0 * 1024.0;
@@ -66,6 +70,7 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   }
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t row_block = round_up(kRowBlock, mr);
+  const int64_t col_block = column_block(m_end - m_begin, a.prepacked());
   Workspace &ws = thread_workspace();
   const int64_t depth = std::min(kDepthBlock, k);
   float *a_buffer = a.prepacked()
@@ -75,9 +80,9 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   float *b_buffer = b.prepacked()
                         ? nullptr
                         : ws.b_buffer(static_cast<size_t>(
-                              round_up(std::min(kColumnBlock, n_end - n_begin), nr) * depth));
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kColumnBlock) {
-    const int64_t nc = std::min(kColumnBlock, n_end - n0);
+                              round_up(std::min(col_block, n_end - n_begin), nr) * depth));
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += col_block) {
+    const int64_t nc = std::min(col_block, n_end - n0);
     for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
       const int64_t kc = std::min(kDepthBlock, k - k0);
       const bool accumulate = options.accumulate || k0 > 0;

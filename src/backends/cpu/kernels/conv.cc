@@ -1,15 +1,18 @@
 // CPU conv2d and fused_conv (float32). Each (image, group) is one GEMM on Lumen's own GEMM
 // (gemm/sgemm.h): Y[mg, oh * ow] = W[mg, cg * kh * kw] * im2col(X). The weights are packed once
 // when the model is compiled (the prepare function below); the im2col matrix is never built
-// whole, the GEMM packs its panels straight from the input (im2col_panels.h), and a 1x1 / stride-1
-// / unpadded conv reads the input as the B matrix it already is. Convs with one input channel per
-// group (depthwise) run in depthwise_conv.cc. float64 convs run on the reference backend.
+// whole: the GEMM packs its panels straight from the input (im2col_panels.h), or, for stride-1
+// convs on wide maps, from a zero-padded copy of the input (padded_image_panels.h); a 1x1 /
+// stride-1 / unpadded conv reads the input as the B matrix it already is. Convs with one input
+// channel per group (depthwise) run in depthwise_conv.cc. float64 convs run on the reference
+// backend.
 //
 // Threading: with more (image, group) items than threads and items too small to split, each
 // thread takes whole items; otherwise the items run one after another, each GEMM over the pool.
 //
 // fused_conv adds the bias, a residual and an activation (backends/common/epilogue.h) to each
 // block of output right after the GEMM finished it, while it is still in cache.
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,6 +21,7 @@
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/kernels/depthwise_conv.h"
 #include "backends/cpu/kernels/im2col_panels.h"
+#include "backends/cpu/kernels/padded_image_panels.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -80,6 +84,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
   const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
                          p.pl == 0 && p.oh == p.h && p.ow == p.w;
+  const bool padded_grid = !pointwise && cpu::PaddedImageB::worthwhile(p);
   const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
   const bool has_epilogue = bias || residual || epilogue.has_activation();
   const int64_t items = checked_mul(p.n, p.group);
@@ -93,6 +98,31 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const float *zg = residual ? residual + y_offset : nullptr;
     const cpu::StridedA plain_a(w + g * p.mg * k, k, false);
     const cpu::GemmA &a = packed ? static_cast<const cpu::GemmA &>(packed->groups[g]) : plain_a;
+    // Stride-1 convs on wide maps: the GEMM runs on the padded grid into a scratch matrix, and
+    // the finish hook copies each block's valid columns into y through the epilogue.
+    if (padded_grid) {
+      const cpu::PaddedImageB b(p, xg);
+      const int64_t wp = b.grid_width(), columns = b.columns();
+      Tensor scratch = Tensor::empty(Shape{checked_mul(p.mg, columns)}, DType::Float32);
+      float *t = scratch.data<float>();
+      const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
+        for (int64_t oy = j0 / wp; oy * wp < j1; ++oy) {
+          const int64_t begin = std::max(j0, oy * wp), end = std::min(j1, oy * wp + p.ow);
+          if (begin >= end) continue;
+          const int64_t out = oy * p.ow + (begin - oy * wp);  // index in the output plane
+          for (int64_t m = m0; m < m1; ++m) {
+            float *dst = yg + m * out_plane + out;
+            std::copy(t + m * columns + begin, t + m * columns + end, dst);
+            if (has_epilogue)
+              epilogue.apply_scalar_bias(dst, end - begin, bg ? bg[m] : 0.0f,
+                                         zg ? zg + m * out_plane + out : nullptr);
+          }
+        }
+      };
+      cpu::sgemm(ctx.pool, p.mg, columns, k, a, b, t, columns,
+                 {.max_threads = max_threads, .finish = &finish});
+      return;
+    }
     const cpu::StridedB plain_b(xg, in_plane, false);
     const cpu::Im2colB im2col_b(p, xg);
     const cpu::GemmB &b = pointwise ? static_cast<const cpu::GemmB &>(plain_b) : im2col_b;
