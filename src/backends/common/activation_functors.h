@@ -165,6 +165,21 @@ struct Gelu {
   }
 };
 
+// The two GELU forms as separate functors, so a loop applying one has no branch inside (the
+// fused-op epilogue picks one per node).
+template <class T>
+struct GeluErf {
+  T operator()(T x) const { return T(0.5) * x * (T(1) + act::erf(x * T(0.7071067811865476))); }
+};
+
+template <class T>
+struct GeluTanh {
+  T operator()(T x) const {
+    const T k = T(0.7978845608028654);  // sqrt(2 / pi)
+    return T(0.5) * x * (T(1) + act::tanh(k * (x + T(0.044715) * x * x * x)));
+  }
+};
+
 template <class T>
 struct Silu {
   explicit Silu(const Attributes &) {}

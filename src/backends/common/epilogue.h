@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "backends/common/activation_functors.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 #include "core/thread_pool.h"
 
@@ -92,8 +93,14 @@ class Epilogue {
 
   // y[i] = act(y[i] + bias[i] + residual[i]) for i in [0, count); bias and residual may be
   // nullptr. The additions happen in the order the unfused ops would do them.
+  // The loops are compiled for the widest ISA the CPU has (core/cpu_isa.h): GELU's erf or a
+  // sigmoid per output element costs as much as a GEMM step when it is not vectorized.
   void apply(T *y, int64_t count, const T *bias, const T *residual) const {
-    std::visit([&](const auto &f) { apply_block(f, y, count, bias, residual); }, fn_);
+    std::visit(
+        [&](const auto &f) {
+          vec::run_best([&]() LUMEN_VEC_INLINE { apply_block(f, y, count, bias, residual); });
+        },
+        fn_);
   }
 
   // y[i] = act(y[i] + bias + residual[i]): one bias for the whole block (a conv's output
@@ -101,18 +108,20 @@ class Epilogue {
   void apply_scalar_bias(T *y, int64_t count, T bias, const T *residual) const {
     std::visit(
         [&](const auto &f) {
-          if (residual)
-            for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias + residual[i]);
-          else
-            for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias);
+          vec::run_best([&]() LUMEN_VEC_INLINE {
+            if (residual)
+              for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias + residual[i]);
+            else
+              for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias);
+          });
         },
         fn_);
   }
 
  private:
   using Fn = std::variant<act::Identity<T>, act::Relu<T>, act::LeakyRelu<T>, act::Clip<T>,
-                          act::Sigmoid<T>, act::Silu<T>, act::Tanh<T>, act::Gelu<T>,
-                          act::HardSwish<T>, act::HardSigmoid<T>>;
+                          act::Sigmoid<T>, act::Silu<T>, act::Tanh<T>, act::GeluErf<T>,
+                          act::GeluTanh<T>, act::HardSwish<T>, act::HardSigmoid<T>>;
 
   static Fn make(const KernelContext &ctx) {
     const std::string name = ctx.attrs.get_string("activation", "");
@@ -124,7 +133,10 @@ class Epilogue {
     if (name == "sigmoid") return act::Sigmoid<T>(a);
     if (name == "silu") return act::Silu<T>(a);
     if (name == "tanh") return act::Tanh<T>(a);
-    if (name == "gelu") return act::Gelu<T>(a);
+    if (name == "gelu") {
+      if (act::Gelu<T>(a).tanh_approx) return act::GeluTanh<T>{};
+      return act::GeluErf<T>{};
+    }
     if (name == "hard_swish") return act::HardSwish<T>(a);
     if (name == "hard_sigmoid") return act::HardSigmoid<T>(a);
     ctx.fail("unknown activation '", name, "'; expected one of ", epilogue_activation_names());
@@ -132,7 +144,8 @@ class Epilogue {
 
   // One loop per (functor, operands present): the branches stay outside the element loop.
   template <class F>
-  static void apply_block(const F &f, T *y, int64_t count, const T *bias, const T *residual) {
+  LUMEN_VEC_INLINE static void apply_block(const F &f, T *y, int64_t count, const T *bias,
+                                           const T *residual) {
     if (bias && residual) {
       for (int64_t i = 0; i < count; ++i) y[i] = f(y[i] + bias[i] + residual[i]);
     } else if (bias) {

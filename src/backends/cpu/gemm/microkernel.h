@@ -5,7 +5,7 @@
 #include <span>
 #include <string_view>
 
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 
 namespace lumen::cpu {
 

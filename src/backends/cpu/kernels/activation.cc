@@ -5,7 +5,7 @@
 #include <type_traits>
 
 #include "backends/common/activation_functors.h"
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 
 namespace lumen {
 namespace {

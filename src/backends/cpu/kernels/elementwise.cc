@@ -11,7 +11,7 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/broadcast.h"
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "backends/common/fused_elementwise_steps.h"
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {

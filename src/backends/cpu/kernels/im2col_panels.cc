@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "backends/cpu/ukernels/f32_im2col.h"
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "lumen/error.h"
 
 namespace lumen::cpu {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {

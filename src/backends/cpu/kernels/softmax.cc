@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "backends/common/activation_functors.h"
-#include "backends/cpu/vec/isa.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
