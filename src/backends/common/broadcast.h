@@ -4,66 +4,59 @@
 // dims are merged whenever both inputs walk them as one, so [2,3,4]+[2,3,4] becomes one run of 24
 // and [2,3,4]+[4] becomes 6 rows of 4 where b restarts each row. The innermost dim then has input
 // strides of 1 (walks the input) or 0 (repeats one element), which is what the fast loops branch
-// on.
+// on. Everything lives in fixed-size arrays, so planning a small call does not touch the heap.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
-#include <vector>
 
 #include "lumen/shape.h"
 
 namespace lumen {
 
-// Element strides of contiguous `in` seen in the index space of `out` (right-aligned; a dim of 1
-// broadcast against a larger one gets stride 0). `in` must broadcast to `out`.
-inline std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
-  std::vector<int64_t> strides(out.rank(), 0);
-  const size_t lead = out.rank() - in.rank();
-  int64_t stride = 1;
-  for (size_t i = in.rank(); i-- > 0;) {
-    if (in[i] != 1) strides[lead + i] = stride;
-    stride *= in[i];
-  }
-  return strides;
-}
+inline constexpr size_t kMaxBroadcastRank = 12;
 
 class BroadcastLoop {
  public:
-  // `out` is the broadcast of `a` and `b`, with numel > 0.
-  BroadcastLoop(const Shape &a, const Shape &b, const Shape &out) {
-    const std::vector<int64_t> sa = broadcast_strides(a, out), sb = broadcast_strides(b, out);
-    for (size_t i = 0; i < out.rank(); ++i) {
+  // False when a shape has more than kMaxBroadcastRank dims.
+  bool init(const Shape &a, const Shape &b, const Shape &out) {
+    const size_t r = out.rank();
+    if (r > kMaxBroadcastRank) return false;
+    std::array<int64_t, kMaxBroadcastRank> sa{}, sb{};
+    strides(a, r, sa);
+    strides(b, r, sb);
+    rank_ = 0;
+    for (size_t i = 0; i < r; ++i) {
       if (out[i] == 1) continue;
-      if (!dims_.empty() && sa_.back() == sa[i] * out[i] && sb_.back() == sb[i] * out[i]) {
-        dims_.back() *= out[i];
-        sa_.back() = sa[i];
-        sb_.back() = sb[i];
+      if (rank_ > 0 && sa_[rank_ - 1] == sa[i] * out[i] && sb_[rank_ - 1] == sb[i] * out[i]) {
+        dims_[rank_ - 1] *= out[i];
+        sa_[rank_ - 1] = sa[i];
+        sb_[rank_ - 1] = sb[i];
       } else {
-        dims_.push_back(out[i]);
-        sa_.push_back(sa[i]);
-        sb_.push_back(sb[i]);
+        dims_[rank_] = out[i];
+        sa_[rank_] = sa[i];
+        sb_[rank_] = sb[i];
+        ++rank_;
       }
     }
-    if (dims_.empty()) {  // every dim is 1 (or a scalar): one element
-      dims_.push_back(1);
-      sa_.push_back(0);
-      sb_.push_back(0);
+    if (rank_ == 0) {  // a single element
+      dims_[0] = 1;
+      sa_[0] = sb_[0] = 0;
+      rank_ = 1;
     }
+    return true;
   }
 
-  // Stride (0 or 1) of each input along the innermost collapsed dim.
-  int64_t a_inner_stride() const { return sa_.back(); }
-  int64_t b_inner_stride() const { return sb_.back(); }
+  bool a_walks() const { return sa_[rank_ - 1] != 0; }
+  bool b_walks() const { return sb_[rank_ - 1] != 0; }
 
-  // Calls fn(out_offset, a_offset, b_offset, len) for runs covering output elements [begin, end)
-  // in order; within a run the output advances by 1 and the inputs by their inner strides.
+  // fn(out_offset, a_offset, b_offset, len) for the runs covering output elements [begin, end).
   template <class Fn>
   void for_range(int64_t begin, int64_t end, Fn &&fn) const {
-    if (begin >= end) return;
-    const size_t outer = dims_.size() - 1;
-    const int64_t inner = dims_.back();
-    std::vector<int64_t> index(outer);
+    const size_t outer = rank_ - 1;
+    const int64_t inner = dims_[outer];
+    std::array<int64_t, kMaxBroadcastRank> index{};
     int64_t row = begin / inner, col = begin % inner, a = 0, b = 0;
     for (size_t d = outer; d-- > 0;) {
       index[d] = row % dims_[d];
@@ -73,7 +66,7 @@ class BroadcastLoop {
     }
     while (begin < end) {
       const int64_t len = std::min(inner - col, end - begin);
-      fn(begin, a + col * sa_.back(), b + col * sb_.back(), len);
+      fn(begin, a + col * sa_[outer], b + col * sb_[outer], len);
       begin += len;
       col = 0;
       for (size_t d = outer; d-- > 0;) {
@@ -88,7 +81,18 @@ class BroadcastLoop {
   }
 
  private:
-  std::vector<int64_t> dims_, sa_, sb_;
+  // Element strides of contiguous `in` in the index space of a rank-r output (0 where broadcast).
+  static void strides(const Shape &in, size_t r, std::array<int64_t, kMaxBroadcastRank> &s) {
+    const size_t lead = r - in.rank();
+    int64_t stride = 1;
+    for (size_t i = in.rank(); i-- > 0;) {
+      s[lead + i] = in[i] != 1 ? stride : 0;
+      stride *= in[i];
+    }
+  }
+
+  size_t rank_ = 0;
+  std::array<int64_t, kMaxBroadcastRank> dims_{}, sa_{}, sb_{};
 };
 
 }  // namespace lumen

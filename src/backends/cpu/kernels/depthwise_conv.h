@@ -11,7 +11,7 @@ namespace lumen {
 // y = act(conv(x, w) + bias + residual); output channel m reads input channel m / p.mg. `bias`
 // and `residual` may be nullptr.
 template <class T>
-void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T *w,
-                      const T *bias, const T *residual, const Epilogue<T> &epilogue, T *y);
+void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T *w, const T *bias,
+                      const T *residual, const Epilogue<T> &epilogue, T *y);
 
 }  // namespace lumen

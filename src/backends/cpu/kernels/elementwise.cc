@@ -4,7 +4,7 @@
 // [2,3,4]+[4] is 6 rows of 4 where b restarts each row. Each run is one of four tight loops,
 // compiled for the best vector ISA at run time. Runs are split across the thread pool by output
 // element ranges (so even one long run is parallel) once the tensor is large enough to pay for it.
-// Everything lives in fixed-size arrays: a call on a small tensor does not touch the heap.
+// The broadcast plan lives in fixed-size arrays: a call on a small tensor does not touch the heap.
 #include <algorithm>
 #include <array>
 #include <type_traits>
@@ -18,87 +18,6 @@ namespace lumen {
 namespace {
 
 constexpr int64_t kGrain = 1 << 16;  // output elements per parallel chunk
-constexpr size_t kMaxRank = 12;      // larger ranks use the (allocating) BroadcastLoop
-
-// BroadcastLoop's collapse (backends/common/broadcast.h) on the stack.
-class Runs {
- public:
-  // False when a shape has more than kMaxRank dims.
-  bool init(const Shape &a, const Shape &b, const Shape &out) {
-    const size_t r = out.rank();
-    if (r > kMaxRank) return false;
-    std::array<int64_t, kMaxRank> sa{}, sb{};
-    strides(a, r, sa);
-    strides(b, r, sb);
-    rank_ = 0;
-    for (size_t i = 0; i < r; ++i) {
-      if (out[i] == 1) continue;
-      if (rank_ > 0 && sa_[rank_ - 1] == sa[i] * out[i] && sb_[rank_ - 1] == sb[i] * out[i]) {
-        dims_[rank_ - 1] *= out[i];
-        sa_[rank_ - 1] = sa[i];
-        sb_[rank_ - 1] = sb[i];
-      } else {
-        dims_[rank_] = out[i];
-        sa_[rank_] = sa[i];
-        sb_[rank_] = sb[i];
-        ++rank_;
-      }
-    }
-    if (rank_ == 0) {  // a single element
-      dims_[0] = 1;
-      sa_[0] = sb_[0] = 0;
-      rank_ = 1;
-    }
-    return true;
-  }
-
-  bool a_walks() const { return sa_[rank_ - 1] != 0; }
-  bool b_walks() const { return sb_[rank_ - 1] != 0; }
-
-  // fn(out_offset, a_offset, b_offset, len) for the runs covering output elements [begin, end).
-  template <class Fn>
-  void for_range(int64_t begin, int64_t end, Fn &&fn) const {
-    const size_t outer = rank_ - 1;
-    const int64_t inner = dims_[outer];
-    std::array<int64_t, kMaxRank> index{};
-    int64_t row = begin / inner, col = begin % inner, a = 0, b = 0;
-    for (size_t d = outer; d-- > 0;) {
-      index[d] = row % dims_[d];
-      row /= dims_[d];
-      a += index[d] * sa_[d];
-      b += index[d] * sb_[d];
-    }
-    while (begin < end) {
-      const int64_t len = std::min(inner - col, end - begin);
-      fn(begin, a + col * sa_[outer], b + col * sb_[outer], len);
-      begin += len;
-      col = 0;
-      for (size_t d = outer; d-- > 0;) {
-        a += sa_[d];
-        b += sb_[d];
-        if (++index[d] < dims_[d]) break;
-        a -= sa_[d] * dims_[d];
-        b -= sb_[d] * dims_[d];
-        index[d] = 0;
-      }
-    }
-  }
-
- private:
-  // Element strides of contiguous `in` in the index space of a rank-r output (0 where broadcast).
-  static void strides(const Shape &in, size_t r, std::array<int64_t, kMaxRank> &s) {
-    const size_t lead = r - in.rank();
-    int64_t stride = 1;
-    for (size_t i = in.rank(); i-- > 0;) {
-      s[lead + i] = in[i] != 1 ? stride : 0;
-      stride *= in[i];
-    }
-  }
-
-  size_t rank_ = 0;
-  std::array<int64_t, kMaxRank> dims_{}, sa_{}, sb_{};
-};
-
 // y = f(a, b) over one run; load/store are the identity except for Float16/BFloat16.
 template <class F, class TA, class TB>
 inline void run(const TA *a, bool a_walks, const TB *b, bool b_walks, TA *y, int64_t len) {
@@ -138,17 +57,10 @@ void binary_typed(KernelContext &ctx) {
     for (int64_t i = 0, nb = b.numel(); i < nb; ++i)
       if (pb[i] == TB(0)) ctx.fail("integer division by zero");
   }
-  Runs runs;
-  if (!runs.init(a.shape(), b.shape(), y.shape())) {
-    const BroadcastLoop loop(a.shape(), b.shape(), y.shape());
-    const bool a_walks = loop.a_inner_stride() != 0, b_walks = loop.b_inner_stride() != 0;
-    ctx.pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-      loop.for_range(begin, end, [&](int64_t yo, int64_t ao, int64_t bo, int64_t len) {
-        run<F, TA, TB>(pa + ao, a_walks, pb + bo, b_walks, py + yo, len);
-      });
-    });
-    return;
-  }
+  BroadcastLoop runs;
+  if (!runs.init(a.shape(), b.shape(), y.shape()))
+    ctx.fail("broadcasting ", a.shape().to_string(), " and ", b.shape().to_string(), ": at most ",
+             kMaxBroadcastRank, " dims are supported");
   const bool a_walks = runs.a_walks(), b_walks = runs.b_walks();
   ctx.pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     auto body = [&]() LUMEN_VEC_INLINE {

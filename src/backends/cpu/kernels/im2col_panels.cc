@@ -28,7 +28,6 @@ struct ColumnRange {
 PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
                            float *buffer) const {
   const ConvParams &p = p_;
-  const int64_t kernel_area = p.kh * p.kw;
   Segment segments[64];  // a panel spans at most nr segments
   if (nr > 64) fail("im2col panels: nr=", nr, " is wider than 64");
   // The column ranges depend on (segment, b) only, not on the channel or kernel row: computed
@@ -58,9 +57,9 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
       t += count;
     }
     float *dst = buffer + j * kc * nr;
-    // Walk k = (channel, kernel row a, kernel column b) incrementally: no divisions per row.
-    int64_t ci = k0 / kernel_area, a = (k0 / p.kw) % p.kh, b = k0 % p.kw;
-    for (int64_t q = 0; q < kc; ++q, dst += nr) {
+    KernelTap tap(p, k0);
+    for (int64_t q = 0; q < kc; ++q, dst += nr, tap.next(p)) {
+      const int64_t ci = tap.c, a = tap.a, b = tap.b;
       const float *xc = x_ + ci * p.h * p.w;
       for (int s = 0; s < num_segments; ++s) {
         const Segment &seg = segments[s];
@@ -88,13 +87,6 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
         for (int64_t i = r.hi; i < seg.count; ++i) out[i] = 0.0f;
       }
       for (int i = cols; i < nr; ++i) dst[i] = 0.0f;
-      if (++b == p.kw) {
-        b = 0;
-        if (++a == p.kh) {
-          a = 0;
-          ++ci;
-        }
-      }
     }
   }
   return {buffer, kc * nr};

@@ -38,25 +38,18 @@ PaddedImageB::PaddedImageB(const ConvParams &p, const float *x)
 PanelBlock PaddedImageB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
                                 float *buffer) const {
   const ConvParams &p = p_;
-  const int64_t plane = hp_ * wp_, kernel_area = p.kh * p.kw;
+  const int64_t plane = hp_ * wp_;
   const float *image = padded_.data<float>();
   for (int64_t j = 0; j * nr < nc; ++j) {
     const int64_t c0 = n0 + j * nr;
     const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
     float *dst = buffer + j * kc * nr;
-    // Walk k = (channel, kernel row a, kernel column b) incrementally: no divisions per row.
-    int64_t ci = k0 / kernel_area, a = (k0 / p.kw) % p.kh, b = k0 % p.kw;
-    for (int64_t q = 0; q < kc; ++q, dst += nr) {
+    KernelTap tap(p, k0);
+    for (int64_t q = 0; q < kc; ++q, dst += nr, tap.next(p)) {
+      const int64_t ci = tap.c, a = tap.a, b = tap.b;
       const float *src = image + ci * plane + a * p.dh * wp_ + b * p.dw + c0;
       for (int i = 0; i < cols; ++i) dst[i] = src[i];
       for (int i = cols; i < nr; ++i) dst[i] = 0.0f;
-      if (++b == p.kw) {
-        b = 0;
-        if (++a == p.kh) {
-          a = 0;
-          ++ci;
-        }
-      }
     }
   }
   return {buffer, kc * nr};

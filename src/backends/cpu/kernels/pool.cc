@@ -6,24 +6,12 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/kernels/conv_params.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-inline int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-// Window taps t in [lo, hi) (t < taps) whose input index offset + t * step lies in [0, size).
-inline void valid_taps(int64_t offset, int64_t step, int64_t size, int64_t taps, int64_t &lo,
-                       int64_t &hi) {
-  lo = offset >= 0 ? 0 : ceil_div(-offset, step);
-  hi = size - offset <= 0 ? 0 : ceil_div(size - offset, step);
-  lo = std::min(lo, taps);
-  hi = std::clamp(hi, lo, taps);
-}
 
 // Grain for parallel_for over planes: about 64K elements of work per chunk.
 inline int64_t plane_grain(int64_t work_per_plane) {
@@ -54,24 +42,21 @@ void pool2d(KernelContext &ctx) {
   std::vector<int64_t> col_lo(ow), col_hi(ow), col_padded(ow);
   for (int64_t j = 0; j < ow; ++j) {
     const int64_t offset = j * sw - pads[1];
-    valid_taps(offset, dw, w, kw, col_lo[j], col_hi[j]);
+    valid_range(offset, dw, w, kw, col_lo[j], col_hi[j]);
     col_padded[j] = std::clamp<int64_t>(w + pads[3] - offset, 0, kw);
   }
   // Per kernel column b: the output columns [lo, hi) whose tap b lands inside the input.
   std::vector<int64_t> tap_lo(kw), tap_hi(kw);
   for (int64_t b = 0; b < kw; ++b) {
     const int64_t offset = b * dw - pads[1];
-    tap_lo[b] = offset >= 0 ? 0 : ceil_div(-offset, sw);
-    tap_hi[b] = w - offset <= 0 ? 0 : ceil_div(w - offset, sw);
-    tap_lo[b] = std::min(tap_lo[b], ow);
-    tap_hi[b] = std::clamp(tap_hi[b], tap_lo[b], ow);
+    valid_range(offset, sw, w, ow, tap_lo[b], tap_hi[b]);
   }
   // Each output row is accumulated in place, one kernel tap at a time over the whole row (a
   // strided, vectorizable loop); max keeps NaN: once a NaN is seen it stays.
   auto pool_row = [&](const T *xq, int64_t i, T *out) LUMEN_VEC_INLINE {
     const int64_t row_offset = i * sh - pads[0];
     int64_t a_lo, a_hi;
-    valid_taps(row_offset, dh, h, kh, a_lo, a_hi);
+    valid_range(row_offset, dh, h, kh, a_lo, a_hi);
     const T init = kIsMax ? -std::numeric_limits<T>::infinity() : T(0);
     for (int64_t j = 0; j < ow; ++j) out[j] = init;
     for (int64_t a = a_lo; a < a_hi; ++a) {
