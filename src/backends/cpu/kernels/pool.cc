@@ -1,6 +1,7 @@
-// CPU pooling: planes (n, c) split over the pool. Each output row is accumulated tap by tap over
-// the whole row (valid column ranges found once per call, so the inner loops have no bounds
-// checks and vectorize, compiled for the best ISA at run time). Same semantics as the reference
+// CPU pooling: planes (n, c) split over the pool. Each output row combines its window's input
+// rows into one row first, then that row's columns tap by tap over the whole output row (valid
+// column ranges found once per call, so the inner loops have no bounds checks and vectorize,
+// compiled for the best ISA at run time). Same semantics as the reference
 // kernels (max propagates NaN; an empty average is NaN, an empty max -inf).
 #include <algorithm>
 #include <limits>
@@ -51,28 +52,32 @@ void pool2d(KernelContext &ctx) {
     const int64_t offset = b * dw - pads[1];
     valid_range(offset, sw, w, ow, tap_lo[b], tap_hi[b]);
   }
-  // Each output row is accumulated in place, one kernel tap at a time over the whole row (a
-  // strided, vectorizable loop); max keeps NaN: once a NaN is seen it stays.
-  auto pool_row = [&](const T *xq, int64_t i, T *out) LUMEN_VEC_INLINE {
+  // max keeps NaN: once a NaN is seen it stays.
+  auto combine = [](T acc, T v) LUMEN_VEC_INLINE {
+    if constexpr (kIsMax)
+      return v != v ? v : (v > acc ? v : acc);
+    else
+      return acc + v;
+  };
+  // `rows` is scratch for one input row's width.
+  auto pool_row = [&](const T *xq, int64_t i, T *out, T *rows) LUMEN_VEC_INLINE {
     const int64_t row_offset = i * sh - pads[0];
     int64_t a_lo, a_hi;
     valid_range(row_offset, dh, h, kh, a_lo, a_hi);
     const T init = kIsMax ? -std::numeric_limits<T>::infinity() : T(0);
-    for (int64_t j = 0; j < ow; ++j) out[j] = init;
+    // Combine the window's rows first (contiguous, full vectors), then the columns: kw strided
+    // passes over the output row instead of kh * kw.
+    for (int64_t x = 0; x < w; ++x) rows[x] = init;
     for (int64_t a = a_lo; a < a_hi; ++a) {
       const T *row = xq + (row_offset + a * dh) * w;
-      for (int64_t b = 0; b < kw; ++b) {
-        const int64_t lo = tap_lo[b], hi = tap_hi[b];
-        const T *src = row + lo * sw + b * dw - pads[1];
-        T *dst = out + lo;
-        for (int64_t j = 0; j < hi - lo; ++j) {
-          const T v = src[j * sw];
-          if constexpr (kIsMax)
-            dst[j] = v != v ? v : (v > dst[j] ? v : dst[j]);
-          else
-            dst[j] += v;
-        }
-      }
+      for (int64_t x = 0; x < w; ++x) rows[x] = combine(rows[x], row[x]);
+    }
+    for (int64_t j = 0; j < ow; ++j) out[j] = init;
+    for (int64_t b = 0; b < kw; ++b) {
+      const int64_t lo = tap_lo[b], hi = tap_hi[b];
+      const T *src = rows + lo * sw + b * dw - pads[1];
+      T *dst = out + lo;
+      for (int64_t j = 0; j < hi - lo; ++j) dst[j] = combine(dst[j], src[j * sw]);
     }
     if constexpr (!kIsMax) {
       const int64_t rows_padded = std::clamp<int64_t>(h + pads[2] - row_offset, 0, kh);
@@ -84,9 +89,11 @@ void pool2d(KernelContext &ctx) {
     }
   };
   ctx.pool.parallel_for(planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
+    std::vector<T> rows(static_cast<size_t>(w));
     vec::run_best([&]() LUMEN_VEC_INLINE {
       for (int64_t q = begin; q < end; ++q)
-        for (int64_t i = 0; i < oh; ++i) pool_row(x + q * in_plane, i, y + q * out_plane + i * ow);
+        for (int64_t i = 0; i < oh; ++i)
+          pool_row(x + q * in_plane, i, y + q * out_plane + i * ow, rows.data());
     });
   });
 }
