@@ -52,6 +52,20 @@ TEST(PreparedWeights, ConvMatchesReference) {
   expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
 }
 
+// 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more run Winograd F(2x2, 3x3)
+// (winograd_conv.h): odd output sizes (partial tiles), padding, bias, residual and activation.
+TEST(PreparedWeights, WinogradConvMatchesReference) {
+  const Tensor w = Tensor::randn({100, 96, 3, 3}, 12);
+  const Tensor b = Tensor::randn({100}, 13);
+  const Attributes pad1{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  expect_cpu_matches_reference("conv2d", Tensor::randn({2, 96, 15, 17}, 14), {w, b}, pad1);
+  expect_cpu_matches_reference("conv2d", Tensor::randn({1, 96, 16, 16}, 15), {w}, {});
+  Attributes fused = pad1;
+  fused.set("activation", std::string("relu"));
+  expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 96, 14, 20}, 16),
+                               {w, b, Tensor::randn({1, 100, 14, 20}, 17)}, fused);
+}
+
 TEST(PreparedWeights, MatmulAndGemmMatchReference) {
   const Tensor w = Tensor::randn({70, 45}, 5);
   const Tensor bias = Tensor::randn({45}, 6);

@@ -22,14 +22,17 @@
 #include "backends/cpu/kernels/depthwise_conv.h"
 #include "backends/cpu/kernels/im2col_panels.h"
 #include "backends/cpu/kernels/padded_image_panels.h"
+#include "backends/cpu/kernels/winograd_conv.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-// The weights of every group as packed GEMM A operands, built once per compiled step.
+// The weights of every group as packed GEMM A operands, or (3x3 convs that qualify) as
+// Winograd-transformed operands; built once per compiled step.
 struct PackedConvWeights {
   std::vector<cpu::PackedA> groups;
+  std::shared_ptr<cpu::WinogradWeights> winograd;
 };
 
 ConvParams conv_params(const Shape &x, const Shape &w, const Shape &y, const Attributes &attrs) {
@@ -47,15 +50,33 @@ ConvParams conv_params(const Shape &x, const Shape &w, const Shape &y, const Att
   return p;
 }
 
-// Packs a constant weight [M, C/group, KH, KW] into one GEMM A operand per group.
+// Packs a constant weight [M, C/group, KH, KW] into one GEMM A operand per group, or into
+// Winograd operands when the input's height and width are known and the conv qualifies.
 std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
   const Tensor *w = ctx.constant(1);
   if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
   const int64_t group = ctx.attrs.get_int("group", 1);
   const int64_t m = w->shape()[0];
   if (group < 1 || m % group != 0 || w->shape()[1] == 1) return nullptr;  // depthwise: direct
-  const int64_t mg = m / group, k = w->numel() / m;
   auto packed = std::make_shared<PackedConvWeights>();
+  const Shape &xs = ctx.input_shapes.at(0);
+  if (xs.rank() == 4 && xs[2] != kUnknownDim && xs[3] != kUnknownDim) {
+    const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
+    const auto strides = ctx.attrs.get_ints("strides", {1, 1});
+    const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
+    if (pads.size() == 4 && strides.size() == 2 && dilations.size() == 2) {
+      const Shape &ws = w->shape();
+      const Shape ys{xs[0], m,
+                     (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) / strides[0] + 1,
+                     (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) / strides[1] + 1};
+      const ConvParams p = conv_params(xs, ws, ys, ctx.attrs);
+      if (cpu::winograd_applies(p) && ws[1] == xs[1]) {
+        packed->winograd = cpu::winograd_weights(w->data<float>(), m, ws[1]);
+        return packed;
+      }
+    }
+  }
+  const int64_t mg = m / group, k = w->numel() / m;
   const auto &kernel = cpu::default_f32_gemm_microkernel();
   for (int64_t g = 0; g < group; ++g)
     packed->groups.emplace_back(cpu::StridedA(w->data<float>() + g * mg * k, k, false), mg, k,
@@ -86,6 +107,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
                          p.pl == 0 && p.oh == p.h && p.ow == p.w;
   const bool padded_grid = !pointwise && cpu::PaddedImageB::worthwhile(p);
   const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
+  if (packed && packed->winograd && cpu::winograd_applies(p))
+    return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
+  if (packed && packed->groups.empty()) packed = nullptr;  // Winograd-only, shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
   const int64_t items = checked_mul(p.n, p.group);
 

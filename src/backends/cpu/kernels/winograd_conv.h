@@ -1,0 +1,35 @@
+// 3x3 stride-1 convolutions by Winograd's minimal filtering F(2x2, 3x3): each 2x2 output tile
+// comes from a 4x4 input tile with 16 multiplies per (input, output channel) pair instead of 36.
+// The work becomes 16 GEMMs [M, C] x [C, tiles] on Lumen's GEMM between an input transform and an
+// output transform, so 3x3 convs on 14x14 and larger maps run on 2.25x fewer multiplies.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/common/epilogue.h"
+#include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/kernels/conv_params.h"
+#include "core/thread_pool.h"
+
+namespace lumen::cpu {
+
+// The transformed weights U = G w G^T as 16 packed [M, C] GEMM operands, one per tile position.
+struct WinogradWeights {
+  int64_t m = 0, c = 0;
+  std::vector<PackedA> u;
+};
+
+// Whether this conv is a 3x3, stride 1, undilated, ungrouped conv with enough channels (96 in and
+// out) and outputs (14x14) for the transforms to pay off.
+bool winograd_applies(const ConvParams &p);
+
+// Transforms and packs weights [M, C, 3, 3].
+std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int64_t c);
+
+// y = act(conv(x, w) + bias + residual) for every image; bias and residual may be nullptr.
+void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
+                     const WinogradWeights &weights, const float *bias, const float *residual,
+                     const Epilogue<float> &epilogue, float *y);
+
+}  // namespace lumen::cpu
