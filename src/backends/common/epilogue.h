@@ -179,7 +179,7 @@ void for_each_output_block(ThreadPool *pool, int64_t total, int64_t block, int64
 }
 
 // How many threads a GEMM of m x n x k is worth: below ~128K multiply-adds per thread the split
-// costs more than it saves (the rule blas::parallel_gemm follows).
+// costs more than it saves.
 inline int64_t gemm_parts(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
   constexpr double kMinWorkPerPart = 128.0 * 1024.0;
   const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));

@@ -55,47 +55,7 @@ inline CBLAS_TRANSPOSE trans(bool t) {
   return t ? CblasTrans : CblasNoTrans;
 }
 
-template <class T>
-void parallel_gemm_impl(ThreadPool &pool, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                        int64_t k, T alpha, const T *a, int64_t lda, const T *b, int64_t ldb,
-                        T beta, T *c, int64_t ldc) {
-  if (m <= 0 || n <= 0) return;
-  // Below ~128K multiply-adds per thread the split costs more than it saves.
-  constexpr double kMinWorkPerPart = 128.0 * 1024.0;
-  const double work = static_cast<double>(m) * static_cast<double>(n) *
-                      static_cast<double>(std::max<int64_t>(k, 1));
-  const int64_t parts =
-      std::min<int64_t>(pool.size(), static_cast<int64_t>(work / kMinWorkPerPart));
-  if (parts <= 1) {
-    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
-  if (m >= n) {
-    // Row blocks of op(A) and C. Row i of op(A) is row i of A, or column i of A when transposed.
-    pool.parallel_for(m, (m + parts - 1) / parts, [&](int64_t begin, int64_t end) {
-      gemm(trans_a, trans_b, end - begin, n, k, alpha, a + (trans_a ? begin : begin * lda), lda, b,
-           ldb, beta, c + begin * ldc, ldc);
-    });
-  } else {
-    pool.parallel_for(n, (n + parts - 1) / parts, [&](int64_t begin, int64_t end) {
-      gemm(trans_a, trans_b, m, end - begin, k, alpha, a, lda, b + (trans_b ? begin * ldb : begin),
-           ldb, beta, c + begin, ldc);
-    });
-  }
-}
-
 }  // namespace
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (m <= 0 || n <= 0) return;
-  if (k <= 0) return scale_c(m, n, beta, c, ldc);
-  check_fits(m, n, k, lda, ldb, ldc);
-  init_once();
-  cblas_sgemm(CblasRowMajor, trans(trans_a), trans(trans_b), static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const double *a, int64_t lda, const double *b, int64_t ldb, double beta, double *c,
@@ -107,18 +67,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
   cblas_dgemm(CblasRowMajor, trans(trans_a), trans(trans_b), static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-
-void parallel_gemm(ThreadPool &pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                   float beta, float *c, int64_t ldc) {
-  parallel_gemm_impl(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void parallel_gemm(ThreadPool &pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                   double alpha, const double *a, int64_t lda, const double *b, int64_t ldb,
-                   double beta, double *c, int64_t ldc) {
-  parallel_gemm_impl(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace lumen::blas
