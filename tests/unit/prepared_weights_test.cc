@@ -52,7 +52,7 @@ TEST(PreparedWeights, ConvMatchesReference) {
   expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
 }
 
-// 3x3 stride-1 convs with at least 64 channels on maps of 14x14 and more run Winograd F(2x2, 3x3)
+// 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more run Winograd F(2x2, 3x3)
 // (winograd_conv.h): odd output sizes (partial tiles), padding, bias, residual and activation.
 TEST(PreparedWeights, WinogradConvMatchesReference) {
   const Tensor w = Tensor::randn({100, 96, 3, 3}, 12);

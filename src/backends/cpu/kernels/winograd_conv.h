@@ -20,7 +20,7 @@ struct WinogradWeights {
   std::vector<PackedA> u;
 };
 
-// Whether this conv is a 3x3, stride 1, undilated, ungrouped conv with enough channels (64 in and
+// Whether this conv is a 3x3, stride 1, undilated, ungrouped conv with enough channels (96 in and
 // out) and outputs (14x14) for the transforms to pay off.
 bool winograd_applies(const ConvParams &p);
 
