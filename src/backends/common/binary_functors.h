@@ -315,4 +315,30 @@ struct Minimum {
   }
 };
 
+// Calls f(TA{}, TB{}) with the input types a binary op F takes for dtypes (da, db): both the same
+// numeric type, or any numeric pair for Pow (its exponent may differ). Returns false for
+// anything else (bool, mixed dtypes, storage-only types). Shared by every backend's binary
+// kernels so they accept the same dtype pairs.
+template <class F, class Fn>
+bool visit_binary_dtypes(DType da, DType db, Fn &&f) {
+  bool done = false;
+  visit_dtype(da, [&](auto ta) {
+    using TA = decltype(ta);
+    if constexpr (!std::is_same_v<TA, bool>) {
+      if constexpr (std::is_same_v<F, Pow>) {
+        visit_dtype(db, [&](auto tb) {
+          if constexpr (!std::is_same_v<decltype(tb), bool>) {
+            f(ta, tb);
+            done = true;
+          }
+        });
+      } else if (da == db) {
+        f(ta, ta);
+        done = true;
+      }
+    }
+  });
+  return done;
+}
+
 }  // namespace lumen::bin

@@ -46,25 +46,8 @@ void binary_typed(KernelContext &ctx) {
 template <class F>
 void binary(KernelContext &ctx) {
   const DType da = ctx.input(0).dtype(), db = ctx.input(1).dtype();
-  bool done = false;
-  bin::visit_dtype(da, [&](auto ta) {
-    using TA = decltype(ta);
-    if constexpr (!std::is_same_v<TA, bool>) {
-      if constexpr (std::is_same_v<F, bin::Pow>) {
-        bin::visit_dtype(db, [&](auto tb) {
-          using TB = decltype(tb);
-          if constexpr (!std::is_same_v<TB, bool>) {
-            binary_typed<F, TA, TB>(ctx);
-            done = true;
-          }
-        });
-      } else if (da == db) {
-        binary_typed<F, TA, TA>(ctx);
-        done = true;
-      }
-    }
-  });
-  if (!done)
+  if (!bin::visit_binary_dtypes<F>(
+          da, db, [&](auto ta, auto tb) { binary_typed<F, decltype(ta), decltype(tb)>(ctx); }))
     ctx.fail("no reference kernel for ", dtype_name(da), " and ", dtype_name(db), " inputs");
 }
 
