@@ -18,7 +18,6 @@
 #include "backends/common/activation_functors.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
-#include "core/thread_pool.h"
 
 namespace lumen {
 
@@ -159,34 +158,5 @@ class Epilogue {
 
   Fn fn_;
 };
-
-// Output blocks a kernel computes and then finishes with the epilogue while they are in cache:
-// calls fn(begin, end) over [0, total) in blocks of at most `block` items. With a pool and
-// parts > 1 the range is first split into `parts` shares run in parallel, each walked block by
-// block on its thread.
-template <class Fn>
-void for_each_output_block(ThreadPool *pool, int64_t total, int64_t block, int64_t parts,
-                           const Fn &fn) {
-  block = std::max<int64_t>(block, 1);
-  auto walk = [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; b += block) fn(b, std::min(end, b + block));
-  };
-  if (!pool || parts <= 1 || total <= 1) {
-    walk(0, total);
-    return;
-  }
-  pool->parallel_for(total, (total + parts - 1) / parts, walk);
-}
-
-// How many threads a GEMM of m x n x k is worth: below ~128K multiply-adds per thread the split
-// costs more than it saves.
-inline int64_t gemm_parts(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
-  constexpr double kMinWorkPerPart = 128.0 * 1024.0;
-  const double work = double(m) * double(n) * double(std::max<int64_t>(k, 1));
-  return std::max<int64_t>(1, std::min<int64_t>(pool.size(), int64_t(work / kMinWorkPerPart)));
-}
-
-// Bytes of output one block holds: small enough to stay in L2 between the GEMM and the epilogue.
-inline constexpr int64_t kEpilogueBlockBytes = 256 << 10;
 
 }  // namespace lumen

@@ -204,7 +204,7 @@ PanelBlock PackedB::panels(int64_t n0, int64_t, int64_t k0, int64_t kc, int nr, 
   return packed_block(data_.get(), n_, k_, nr_, n0 / nr_, k0, kc);
 }
 
-int64_t sgemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
+int64_t gemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
   const double macs = double(m) * double(n) * double(std::max<int64_t>(k, 1));
   return std::max<int64_t>(1, std::min<int64_t>(pool.size(), int64_t(macs / kMinMacsPerThread)));
 }
@@ -213,7 +213,7 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
            float *c, int64_t ldc, const GemmOptions &options) {
   if (m <= 0 || n <= 0) return;
   const F32GemmMicrokernel &uk = options.kernel ? *options.kernel : default_f32_gemm_microkernel();
-  int64_t parts = sgemm_threads(pool, m, n, k);
+  int64_t parts = gemm_threads(pool, m, n, k);
   if (options.max_threads > 0) parts = std::min(parts, options.max_threads);
   const int64_t panels_m = (m + uk.mr - 1) / uk.mr, panels_n = (n + uk.nr - 1) / uk.nr;
   // Split rows or columns, whichever costs the busiest thread less: its tiles, plus the bytes it

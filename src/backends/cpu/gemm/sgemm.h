@@ -118,7 +118,8 @@ struct GemmOptions {
 void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, const GemmB &b,
            float *c, int64_t ldc, const GemmOptions &options = {});
 
-// How many threads a GEMM of this size is worth (at most pool.size()).
-int64_t sgemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k);
+// How many threads a GEMM of this size is worth (at most pool.size()): about 128K multiply-adds
+// per thread at least, below which the split costs more than it saves. Any GEMM, any dtype.
+int64_t gemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k);
 
 }  // namespace lumen::cpu

@@ -122,6 +122,11 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const float *zg = residual ? residual + y_offset : nullptr;
     const cpu::StridedA plain_a(w + g * p.mg * k, k, false);
     const cpu::GemmA &a = packed ? static_cast<const cpu::GemmA &>(packed->groups[g]) : plain_a;
+    // The epilogue on `count` outputs of channel m starting at index `out` of its plane.
+    auto finish_outputs = [&](int64_t m, int64_t out, int64_t count) {
+      epilogue.apply_scalar_bias(yg + m * out_plane + out, count, bg ? bg[m] : 0.0f,
+                                 zg ? zg + m * out_plane + out : nullptr);
+    };
     // Stride-1 convs on wide maps: the GEMM runs on the padded grid into a scratch matrix, and
     // the finish hook copies each block's valid columns into y through the epilogue.
     if (padded_grid) {
@@ -135,11 +140,8 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
           if (begin >= end) continue;
           const int64_t out = oy * p.ow + (begin - oy * wp);  // index in the output plane
           for (int64_t m = m0; m < m1; ++m) {
-            float *dst = yg + m * out_plane + out;
-            std::copy(t + m * columns + begin, t + m * columns + end, dst);
-            if (has_epilogue)
-              epilogue.apply_scalar_bias(dst, end - begin, bg ? bg[m] : 0.0f,
-                                         zg ? zg + m * out_plane + out : nullptr);
+            std::copy(t + m * columns + begin, t + m * columns + end, yg + m * out_plane + out);
+            if (has_epilogue) finish_outputs(m, out, end - begin);
           }
         }
       };
@@ -151,15 +153,13 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const cpu::Im2colB im2col_b(p, xg);
     const cpu::GemmB &b = pointwise ? static_cast<const cpu::GemmB &>(plain_b) : im2col_b;
     const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-      for (int64_t m = m0; m < m1; ++m)
-        epilogue.apply_scalar_bias(yg + m * out_plane + j0, j1 - j0, bg ? bg[m] : 0.0f,
-                                   zg ? zg + m * out_plane + j0 : nullptr);
+      for (int64_t m = m0; m < m1; ++m) finish_outputs(m, j0, j1 - j0);
     };
     cpu::sgemm(ctx.pool, p.mg, out_plane, k, a, b, yg, out_plane,
                {.max_threads = max_threads, .finish = has_epilogue ? &finish : nullptr});
   };
 
-  const int64_t threads_per_item = cpu::sgemm_threads(ctx.pool, p.mg, out_plane, k);
+  const int64_t threads_per_item = cpu::gemm_threads(ctx.pool, p.mg, out_plane, k);
   if (items > 1 && threads_per_item < ctx.pool.size()) {
     ctx.pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) run_item(item, 1);

@@ -15,6 +15,27 @@
 namespace lumen {
 namespace {
 
+// Bytes of output one block holds: small enough to stay in L2 between the GEMM and the epilogue.
+constexpr int64_t kEpilogueBlockBytes = 256 << 10;
+
+// Output blocks a kernel computes and then finishes with the epilogue while they are in cache:
+// calls fn(begin, end) over [0, total) in blocks of at most `block` items. With a pool and
+// parts > 1 the range is first split into `parts` shares run in parallel, each walked block by
+// block on its thread.
+template <class Fn>
+void for_each_output_block(ThreadPool *pool, int64_t total, int64_t block, int64_t parts,
+                           const Fn &fn) {
+  block = std::max<int64_t>(block, 1);
+  auto walk = [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += block) fn(b, std::min(end, b + block));
+  };
+  if (!pool || parts <= 1 || total <= 1) {
+    walk(0, total);
+    return;
+  }
+  pool->parallel_for(total, (total + parts - 1) / parts, walk);
+}
+
 // C[m, n] = op(A) op(B) over up to `max_threads` threads (0: the pool), then `finish` on every
 // finished block of C (nullptr: none). `packed_b`, when given, is B packed ahead of time.
 template <class T>
@@ -28,7 +49,7 @@ void product(ThreadPool &pool, int64_t max_threads, bool trans_a, bool trans_b, 
     cpu::sgemm(pool, m, n, k, sa, gb, c, ldc, {.max_threads = max_threads, .finish = finish});
   } else {
     // BLAS in blocks of rows small enough to stay in L2 until `finish` has run on them.
-    int64_t parts = gemm_parts(pool, m, n, k);
+    int64_t parts = cpu::gemm_threads(pool, m, n, k);
     if (max_threads > 0) parts = std::min(parts, max_threads);
     const int64_t block_rows =
         std::max<int64_t>(16, kEpilogueBlockBytes / static_cast<int64_t>(sizeof(T) * size_t(n)));
