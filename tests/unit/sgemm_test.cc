@@ -1,8 +1,11 @@
 // Lumen's own GEMM (backends/cpu/gemm) against a float64 reference product, for every
-// micro-kernel this CPU supports: edge tiles, transposes, prepacked operands, accumulation,
-// depth blocks, the finish hook and threading.
+// micro-kernel this CPU supports: edge tiles, transposes, prepacked operands, B read in place,
+// accumulation, depth blocks, the finish hook and threading.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -92,6 +95,47 @@ TEST(Sgemm, EveryMicrokernelMatchesReference) {
                       "variant " + std::to_string(variant) + " threads " + std::to_string(threads));
         }
       }
+    }
+  }
+}
+
+// B given as a row table (a conv's shifted input planes): rows in any order, unaligned and
+// overlapping, read in place by kernels that can and packed by the others. The buffer ends right
+// before an inaccessible page, so a kernel that reads past a row's last column would crash.
+TEST(Sgemm, RowTableOperandIsReadInPlaceWithinItsColumns) {
+  ThreadPool pool(2);
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+    SCOPED_TRACE(std::string(kernel->name));
+    for (const Case &c : cases()) {
+      if (c.trans_a || c.trans_b) continue;
+      // Row p lives at offset (k - 1 - p) * (n - 1) + 3: reversed, overlapping by one column.
+      const int64_t span = (c.k > 0 ? (c.k - 1) * std::max<int64_t>(c.n - 1, 1) : 0) + c.n + 3;
+      const size_t bytes = (static_cast<size_t>(span) * sizeof(float) + page - 1) / page * page;
+      void *mapping =
+          mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ASSERT_NE(mapping, MAP_FAILED);
+      ASSERT_EQ(mprotect(static_cast<char *>(mapping) + bytes, page, PROT_NONE), 0);
+      float *buffer = reinterpret_cast<float *>(static_cast<char *>(mapping) + bytes) - span;
+      std::vector<int64_t> rows(static_cast<size_t>(c.k));
+      for (int64_t p = 0; p < c.k; ++p) rows[p] = (c.k - 1 - p) * std::max<int64_t>(c.n - 1, 1) + 3;
+      // Dense B with the overlapping column shared: row p's last value is row p + 1's first.
+      std::vector<float> b(static_cast<size_t>(c.k * c.n));
+      const auto values = random_values(span, 7);
+      std::copy(values.begin(), values.end(), buffer);
+      for (int64_t p = 0; p < c.k; ++p)
+        for (int64_t j = 0; j < c.n; ++j) b[p * c.n + j] = buffer[rows[p] + j];
+      const auto a = random_values(c.m * c.k, 8);
+      const auto want = reference(c, a, b);
+      const PackedA pa(StridedA(a.data(), c.k, false), c.m, c.k, *kernel);
+      const RowTableB table(buffer, rows);
+      for (int64_t threads : {1, 2}) {
+        std::vector<float> out(static_cast<size_t>(c.m * c.n), NAN);
+        sgemm(pool, c.m, c.n, c.k, pa, table, out.data(), c.n,
+              {.max_threads = threads, .kernel = kernel});
+        expect_near(out, want, c, "threads " + std::to_string(threads));
+      }
+      munmap(mapping, bytes + page);
     }
   }
 }

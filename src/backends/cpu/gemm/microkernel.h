@@ -14,6 +14,9 @@ struct F32GemmMicrokernel {
   int mr, nr;             // tile rows and columns
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
               bool accumulate);
+  // Reads B in place (see ukernels/f32_gemm.h); nullptr when the kernel only takes packed panels.
+  void (*run_in_place)(int64_t k, const float *a, const float *b, const int64_t *b_rows, float *c,
+                       int64_t ldc, int m, int n, bool accumulate);
   vec::Isa isa;  // the instruction set it needs
   bool supported() const { return isa <= vec::hardware_isa(); }
 };

@@ -73,11 +73,12 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   const int64_t col_block = column_block(m_end - m_begin, a.prepacked());
   Workspace &ws = thread_workspace();
   const int64_t depth = std::min(kDepthBlock, k);
+  const InPlaceRows *b_rows = uk.run_in_place ? b.in_place() : nullptr;
   float *a_buffer = a.prepacked()
                         ? nullptr
                         : ws.a_buffer(static_cast<size_t>(
                               round_up(std::min(row_block, m_end - m_begin), mr) * depth));
-  float *b_buffer = b.prepacked()
+  float *b_buffer = b.prepacked() || b_rows
                         ? nullptr
                         : ws.b_buffer(static_cast<size_t>(
                               round_up(std::min(col_block, n_end - n_begin), nr) * depth));
@@ -86,20 +87,27 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
     for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
       const int64_t kc = std::min(kDepthBlock, k - k0);
       const bool accumulate = options.accumulate || k0 > 0;
-      const PanelBlock bp = b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
+      const PanelBlock bp = b_rows ? PanelBlock{} : b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
         const int64_t mc = std::min(row_block, m_end - m0);
         const PanelBlock ap = a.panels(m0, mc, k0, kc, uk.mr, a_buffer);
         const bool finish = options.finish && k0 + kc >= k;
         int64_t unfinished = 0;  // first column not yet handed to the finish hook
         for (int64_t j = 0; j * nr < nc; ++j) {
-          const float *b_panel = bp.data + j * bp.panel_stride;
           const int64_t col_end = std::min(nc, (j + 1) * nr);
           float *c_col = c + n0 + j * nr;
-          for (int64_t i = 0; i * mr < mc; ++i)
-            uk.run(kc, ap.data + i * ap.panel_stride, b_panel, c_col + (m0 + i * mr) * ldc, ldc,
-                   static_cast<int>(std::min(mr, mc - i * mr)), static_cast<int>(col_end - j * nr),
-                   accumulate);
+          const int cols = static_cast<int>(col_end - j * nr);
+          for (int64_t i = 0; i * mr < mc; ++i) {
+            const float *a_panel = ap.data + i * ap.panel_stride;
+            float *c_tile = c_col + (m0 + i * mr) * ldc;
+            const int rows = static_cast<int>(std::min(mr, mc - i * mr));
+            if (b_rows)
+              uk.run_in_place(kc, a_panel, b_rows->base + n0 + j * nr, b_rows->row_offsets + k0,
+                              c_tile, ldc, rows, cols, accumulate);
+            else
+              uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols,
+                     accumulate);
+          }
           if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
             (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);
             unfinished = col_end;
@@ -133,6 +141,21 @@ PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int 
     }
   }
   return {buffer, kc * mr};
+}
+
+PanelBlock RowTableB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
+                             float *buffer) const {
+  for (int64_t j = 0; j * nr < nc; ++j) {
+    const int64_t c0 = n0 + j * nr;
+    const int64_t cols = std::min<int64_t>(nr, n0 + nc - c0);
+    float *dst = buffer + j * kc * nr;
+    for (int64_t p = 0; p < kc; ++p, dst += nr) {
+      std::memcpy(dst, rows_.base + offsets_[k0 + p] + c0,
+                  static_cast<size_t>(cols) * sizeof(float));
+      std::fill(dst + cols, dst + nr, 0.0f);
+    }
+  }
+  return {buffer, kc * nr};
 }
 
 PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
@@ -223,7 +246,8 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   // written); a byte costs about as much as 8 flops.
   const double tile_flops = 2.0 * uk.mr * uk.nr * double(k);
   const double a_bytes = 4.0 * double(m) * double(k) * (a.prepacked() ? 1 : 2);
-  const double b_bytes = 4.0 * double(k) * double(n) * (b.prepacked() ? 1 : 2);
+  const bool b_read_once = b.prepacked() || (uk.run_in_place && b.in_place());
+  const double b_bytes = 4.0 * double(k) * double(n) * (b_read_once ? 1 : 2);
   constexpr double kFlopsPerByte = 8;
   const auto busiest = [&](int64_t split, int64_t other) {
     return double((split + parts - 1) / parts * other) * tile_flops;

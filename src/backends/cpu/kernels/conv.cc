@@ -2,8 +2,9 @@
 // (gemm/sgemm.h): Y[mg, oh * ow] = W[mg, cg * kh * kw] * im2col(X). The weights are packed once
 // when the model is compiled (the prepare function below); the im2col matrix is never built
 // whole: the GEMM packs its panels straight from the input (im2col_panels.h), or, for stride-1
-// convs on wide maps, from a zero-padded copy of the input (padded_image_panels.h); a 1x1 /
-// stride-1 / unpadded conv reads the input as the B matrix it already is. Convs with one input
+// convs, from a zero-padded copy of the input (padded_image.h); a 1x1 / stride-1 / unpadded conv
+// reads the input as the B matrix it already is. Where the micro-kernel reads B in place, the
+// padded copy needs no packing at all. Convs with one input
 // channel per group (depthwise) run in depthwise_conv.cc. float64 convs run on the reference
 // backend.
 //
@@ -21,7 +22,7 @@
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/kernels/depthwise_conv.h"
 #include "backends/cpu/kernels/im2col_panels.h"
-#include "backends/cpu/kernels/padded_image_panels.h"
+#include "backends/cpu/kernels/padded_image.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "core/kernel.h"
 
@@ -105,7 +106,8 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
   const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
                          p.pl == 0 && p.oh == p.h && p.ow == p.w;
-  const bool padded_grid = !pointwise && cpu::PaddedImageB::worthwhile(p);
+  const cpu::F32GemmMicrokernel &kernel = cpu::default_f32_gemm_microkernel();
+  const bool padded_grid = !pointwise && cpu::PaddedImage::worthwhile(p, kernel);
   const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
   if (packed && packed->winograd && cpu::winograd_applies(p))
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
@@ -127,11 +129,11 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       epilogue.apply_scalar_bias(yg + m * out_plane + out, count, bg ? bg[m] : 0.0f,
                                  zg ? zg + m * out_plane + out : nullptr);
     };
-    // Stride-1 convs on wide maps: the GEMM runs on the padded grid into a scratch matrix, and
-    // the finish hook copies each block's valid columns into y through the epilogue.
+    // Stride-1 convs: the GEMM runs on the padded grid into a scratch matrix, and the finish
+    // hook copies each block's valid columns into y through the epilogue.
     if (padded_grid) {
-      const cpu::PaddedImageB b(p, xg);
-      const int64_t wp = b.grid_width(), columns = b.columns();
+      const cpu::PaddedImage image(p, xg);
+      const int64_t wp = image.grid_width(), columns = image.columns();
       Tensor scratch = Tensor::empty(Shape{checked_mul(p.mg, columns)}, DType::Float32);
       float *t = scratch.data<float>();
       const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
@@ -145,10 +147,12 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
           }
         }
       };
-      cpu::sgemm(ctx.pool, p.mg, columns, k, a, b, t, columns,
-                 {.max_threads = max_threads, .finish = &finish});
+      cpu::sgemm(ctx.pool, p.mg, columns, k, a, image.b(), t, columns,
+                 {.max_threads = max_threads, .finish = &finish, .kernel = &kernel});
       return;
     }
+    // Pointwise convs pack B although the micro-kernel could read the planes in place: rows a
+    // whole plane apart fall into few L1 sets (56x56: 16 of 64) and thrash it, 1.8x slower.
     const cpu::StridedB plain_b(xg, in_plane, false);
     const cpu::Im2colB im2col_b(p, xg);
     const cpu::GemmB &b = pointwise ? static_cast<const cpu::GemmB &>(plain_b) : im2col_b;
@@ -156,7 +160,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       for (int64_t m = m0; m < m1; ++m) finish_outputs(m, j0, j1 - j0);
     };
     cpu::sgemm(ctx.pool, p.mg, out_plane, k, a, b, yg, out_plane,
-               {.max_threads = max_threads, .finish = has_epilogue ? &finish : nullptr});
+               {.max_threads = max_threads,
+                .finish = has_epilogue ? &finish : nullptr,
+                .kernel = &kernel});
   };
 
   const int64_t threads_per_item = cpu::gemm_threads(ctx.pool, p.mg, out_plane, k);

@@ -11,25 +11,27 @@
 namespace lumen::ukernels {
 namespace {
 
+// Where the B vectors of step p come from: a packed panel (NR floats per step), or a row of B
+// read in place at b + rows[p] (a conv's padded input, shifted per kernel tap), loaded with the
+// edge tile's column mask so nothing past the last column is read.
+struct PackedPanel {
+  const float *b;
+  __m512 load(int64_t p, int v, __mmask16) const { return _mm512_load_ps(b + p * 32 + 16 * v); }
+};
+struct RowsInPlace {
+  const float *b;
+  const int64_t *rows;
+  __m512 load(int64_t p, int v, __mmask16 mask) const {
+    return _mm512_maskz_loadu_ps(mask, b + rows[p] + 16 * v);
+  }
+};
+
 // The tile with kVectors 16-wide column vectors: 2 for full tiles, 1 when at most 16 columns are
 // left (the edge of a narrow output, e.g. 7x7 feature maps), which halves the work there.
-template <int kVectors>
-void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
+template <int kVectors, class BSource>
+void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
           bool accumulate) {
-  constexpr int kMr = 12, kNr = 32;
-  __m512 acc[kMr][kVectors];
-#pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r)
-    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
-    __m512 bv[kVectors];
-    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
-#pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r]);
-      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-  }
+  constexpr int kMr = 12;
   const auto lanes = [](int count) -> __mmask16 {
     return count >= 16  ? __mmask16(0xFFFF)
            : count <= 0 ? __mmask16(0)
@@ -37,6 +39,19 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
   };
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
+  __m512 acc[kMr][kVectors];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r)
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p, a += kMr) {
+    __m512 bv[kVectors];
+    for (int v = 0; v < kVectors; ++v) bv[v] = b.load(p, v, mask[v]);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
     if (r >= m) break;
@@ -54,9 +69,18 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, bool accumulate) {
   if (n <= 16)
-    tile<1>(k, a, b, c, ldc, m, n, accumulate);
+    tile<1>(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
   else
-    tile<2>(k, a, b, c, ldc, m, n, accumulate);
+    tile<2>(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
+}
+
+void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
+                                     const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
+                                     bool accumulate) {
+  if (n <= 16)
+    tile<1>(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
+  else
+    tile<2>(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
 }
 
 }  // namespace lumen::ukernels

@@ -1,22 +1,30 @@
-#include "backends/cpu/kernels/padded_image_panels.h"
+#include "backends/cpu/kernels/padded_image.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace lumen::cpu {
 
-bool PaddedImageB::worthwhile(const ConvParams &p) {
+bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel) {
   if (p.sh != 1 || p.sw != 1 || p.kh * p.kw == 1) return false;
   const int64_t hp = p.oh + (p.kh - 1) * p.dh, wp = p.ow + (p.kw - 1) * p.dw;
   // The padded grid must hold the whole input (no negative padding on the far side).
   if (hp < p.h + p.pt || wp < p.w + p.pl || p.pt < 0 || p.pl < 0) return false;
-  // At most ~10% extra columns: a 3x3 conv on maps at least 20 wide.
+  if (kernel.run_in_place) {
+    // Extra columns cost only their share of the micro-kernel's tiles: e.g. a 3x3 conv on a 7x7
+    // map needs two 32-column tiles either way.
+    const int64_t grid_tiles = ceil_div(p.oh * wp, kernel.nr);
+    const int64_t plane_tiles = ceil_div(p.oh * p.ow, kernel.nr);
+    return 4 * grid_tiles <= 5 * plane_tiles;
+  }
+  // Packing: at most ~10% extra columns, a 3x3 conv on maps at least 20 wide.
   return 10 * (wp - p.ow) <= p.ow;
 }
 
-PaddedImageB::PaddedImageB(const ConvParams &p, const float *x)
-    : p_(p), hp_(p.oh + (p.kh - 1) * p.dh), wp_(p.ow + (p.kw - 1) * p.dw) {
-  const int64_t plane = hp_ * wp_;
+PaddedImage::PaddedImage(const ConvParams &p, const float *x)
+    : oh_(p.oh), wp_(p.ow + (p.kw - 1) * p.dw) {
+  const int64_t hp = p.oh + (p.kh - 1) * p.dh;
+  const int64_t plane = checked_mul(hp, wp_);
   const int64_t slack = (p.kw - 1) * p.dw;
   padded_ = Tensor::empty(Shape{checked_add(checked_mul(p.cg, plane), slack)}, DType::Float32);
   float *dst = padded_.data<float>();
@@ -33,26 +41,13 @@ PaddedImageB::PaddedImageB(const ConvParams &p, const float *x)
     }
     std::fill(out + (p.pt + p.h) * wp_, out + plane, 0.0f);
   }
-}
-
-PanelBlock PaddedImageB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
-                                float *buffer) const {
-  const ConvParams &p = p_;
-  const int64_t plane = hp_ * wp_;
-  const float *image = padded_.data<float>();
-  for (int64_t j = 0; j * nr < nc; ++j) {
-    const int64_t c0 = n0 + j * nr;
-    const int cols = static_cast<int>(std::min<int64_t>(nr, n0 + nc - c0));
-    float *dst = buffer + j * kc * nr;
-    KernelTap tap(p, k0);
-    for (int64_t q = 0; q < kc; ++q, dst += nr, tap.next(p)) {
-      const int64_t ci = tap.c, a = tap.a, b = tap.b;
-      const float *src = image + ci * plane + a * p.dh * wp_ + b * p.dw + c0;
-      for (int i = 0; i < cols; ++i) dst[i] = src[i];
-      for (int i = cols; i < nr; ++i) dst[i] = 0.0f;
-    }
+  std::vector<int64_t> rows(static_cast<size_t>(checked_mul(checked_mul(p.cg, p.kh), p.kw)));
+  KernelTap tap(p, 0);
+  for (int64_t &row : rows) {
+    row = tap.c * plane + tap.a * p.dh * wp_ + tap.b * p.dw;
+    tap.next(p);
   }
-  return {buffer, kc * nr};
+  b_ = std::make_unique<RowTableB>(dst, std::move(rows));
 }
 
 }  // namespace lumen::cpu
