@@ -1,15 +1,21 @@
 // CPU pooling: planes (n, c) split over the pool. Each output row combines its window's input
 // rows into one row first, then that row's columns tap by tap over the whole output row (valid
 // column ranges found once per call, so the inner loops have no bounds checks and vectorize,
-// compiled for the best ISA at run time). Same semantics as the reference
-// kernels (max propagates NaN; an empty average is NaN, an empty max -inf).
+// compiled for the best ISA at run time); float32 strides 1 and 2 on AVX-512 machines use the
+// explicitly vectorized path below. Same semantics as the reference kernels (max propagates NaN;
+// an empty average is NaN, an empty max -inf).
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/kernels/conv_params.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
+
+#if LUMEN_VEC_X86
+#include <immintrin.h>
+#endif
 
 namespace lumen {
 namespace {
@@ -18,6 +24,171 @@ namespace {
 inline int64_t plane_grain(int64_t work_per_plane) {
   return std::max<int64_t>(1, 65536 / std::max<int64_t>(1, work_per_plane));
 }
+
+#if LUMEN_VEC_X86
+// float32 pooling for AVX-512 machines, strides 1 and 2 (every ISA-generic case goes through
+// pool2d above). Per block of output rows: a vertical pass combines each window's input rows into
+// a scratch row that carries the padding as neutral values (-inf / 0) on both sides, then a
+// horizontal pass combines kw taps per output column with plain (stride 1) or even-lane
+// (stride 2) loads from it; no bounds checks outside the masked row tails.
+struct PoolPlan {
+  int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+  int64_t ld;          // floats per scratch row
+  int64_t block_rows;  // output rows per vertical + horizontal block
+  int64_t pf;          // prefetch distance in floats
+  bool is_max;
+  // Per output row: the kernel rows [row_lo, row_hi) inside the input.
+  std::vector<int64_t> row_lo, row_hi;
+  // avg: the divisor of output (i, j) is row_div[i] * col_div[j] (a small integer, exact).
+  std::vector<float> row_div, col_div;
+};
+
+LUMEN_TARGET_AVX512 inline __mmask16 tail_mask(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// maxps, spelled so that GCC 12 does not warn about its undefined pass-through operand.
+LUMEN_TARGET_AVX512 inline __m512 max16(__m512 a, __m512 b) {
+  return _mm512_maskz_max_ps(__mmask16(0xffff), a, b);
+}
+
+// acc combined with v; for max, lanes where either is NaN are added to `bad` (maxps returns its
+// second operand then, so a NaN already in acc would be lost).
+template <bool kMax>
+LUMEN_TARGET_AVX512 inline __m512 combine16(__m512 acc, __m512 v, __mmask16 &bad) {
+  if constexpr (kMax) {
+    bad |= _mm512_cmp_ps_mask(acc, v, _CMP_UNORD_Q);
+    return max16(acc, v);
+  } else {
+    return _mm512_add_ps(acc, v);
+  }
+}
+
+// The vertical pass of output row i into the scratch row s (columns from -pl). kKh > 0: the
+// kernel height, fully unrolled for windows that lie inside the input.
+template <bool kMax, int kKh>
+LUMEN_TARGET_AVX512 inline void pool_rows_avx512(const PoolPlan &p, const float *xq, int64_t i,
+                                                 float *s) {
+  const int64_t n = p.row_hi[i] - p.row_lo[i];
+  const float *r0 = xq + (i * p.sh - p.pt + p.row_lo[i] * p.dh) * p.w;
+  const int64_t step = p.dh * p.w;
+  float *dst = s + p.pl;
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m512 init = _mm512_set1_ps(kMax ? -std::numeric_limits<float>::infinity() : 0.f);
+  if (n == 0) {
+    for (int64_t x = 0; x < p.w; x += 16) _mm512_mask_storeu_ps(dst + x, tail_mask(p.w - x), init);
+    return;
+  }
+  for (int64_t x = 0; x < p.w; x += 16) {
+    const __mmask16 m = tail_mask(p.w - x);
+    _mm_prefetch(reinterpret_cast<const char *>(r0 + p.pf + x), _MM_HINT_T0);
+    __m512 acc = _mm512_maskz_loadu_ps(m, r0 + x);
+    __mmask16 bad = 0;
+    if (kKh > 0 && n == kKh) {
+      for (int k = 1; k < kKh; ++k)
+        acc = combine16<kMax>(acc, _mm512_maskz_loadu_ps(m, r0 + k * step + x), bad);
+    } else {
+      for (int64_t k = 1; k < n; ++k)
+        acc = combine16<kMax>(acc, _mm512_maskz_loadu_ps(m, r0 + k * step + x), bad);
+    }
+    if constexpr (kMax) acc = _mm512_mask_mov_ps(acc, bad, nan);
+    _mm512_mask_storeu_ps(dst + x, m, acc);
+  }
+}
+
+// One tap of 16 output columns from j: s[j * sw + off], sw 1 or 2.
+template <int kStride>
+LUMEN_TARGET_AVX512 inline __m512 tap16(const float *s, int64_t j, int64_t off) {
+  if constexpr (kStride == 1) {
+    return _mm512_loadu_ps(s + j + off);
+  } else {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const float *q = s + 2 * j + off;
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(q), even, _mm512_loadu_ps(q + 16));
+  }
+}
+
+// The horizontal pass of output row i from scratch row s; kKw > 0: the kernel width, unrolled.
+template <bool kMax, int kStride, int kKw>
+LUMEN_TARGET_AVX512 inline void pool_cols_avx512(const PoolPlan &p, const float *s, int64_t i,
+                                                 float *out) {
+  const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m512 row_div = _mm512_set1_ps(kMax ? 1.f : p.row_div[i]);
+  const int64_t kw = kKw > 0 ? kKw : p.kw;
+  for (int64_t j = 0; j < p.ow; j += 16) {
+    __m512 acc = tap16<kStride>(s, j, 0);
+    __mmask16 bad = 0;
+    for (int64_t b = 1; b < kw; ++b)
+      acc = combine16<kMax>(acc, tap16<kStride>(s, j, b * p.dw), bad);
+    if constexpr (kMax)
+      acc = _mm512_mask_mov_ps(acc, bad, nan);
+    else
+      acc = _mm512_div_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(p.col_div.data() + j), row_div));
+    _mm512_mask_storeu_ps(out + j, tail_mask(p.ow - j), acc);
+  }
+}
+
+// Output rows [begin, end) of all planes counted together, in blocks that may span planes (so
+// small planes still fill a block and the horizontal pass reads rows stored long before).
+template <bool kMax, int kStride, int kKh, int kKw>
+LUMEN_TARGET_AVX512 void pool_planes_avx512(const PoolPlan &p, const float *x, float *y,
+                                            int64_t begin, int64_t end, float *scratch) {
+  const int64_t in_plane = p.h * p.w;
+  for (int64_t r0 = begin; r0 < end; r0 += p.block_rows) {
+    const int64_t r1 = std::min(end, r0 + p.block_rows);
+    int64_t q = r0 / p.oh, i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      pool_rows_avx512<kMax, kKh>(p, x + q * in_plane, i, scratch + (r - r0) * p.ld);
+      if (++i == p.oh) i = 0, ++q;
+    }
+    i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      pool_cols_avx512<kMax, kStride, kKw>(p, scratch + (r - r0) * p.ld, i, y + r * p.ow);
+      if (++i == p.oh) i = 0;
+    }
+  }
+}
+
+// pool_planes_avx512 for this stride, with the common square kernels unrolled.
+template <bool kMax, int kStride>
+void pool_planes_dispatch(const PoolPlan &p, const float *x, float *y, int64_t begin, int64_t end,
+                          float *scratch) {
+  if (p.kh == 3 && p.kw == 3)
+    pool_planes_avx512<kMax, kStride, 3, 3>(p, x, y, begin, end, scratch);
+  else if (p.kh == 2 && p.kw == 2)
+    pool_planes_avx512<kMax, kStride, 2, 2>(p, x, y, begin, end, scratch);
+  else
+    pool_planes_avx512<kMax, kStride, 0, 0>(p, x, y, begin, end, scratch);
+}
+
+// Up to 8 floats from p (left of them readable) widened to double. (Masked forms: the unmasked
+// ones make GCC 12 warn about their undefined pass-through operand.)
+LUMEN_TARGET_AVX512 inline __m512d load8_f64(const float *p, int64_t left) {
+  const __mmask8 m = left >= 8 ? __mmask8(0xff) : __mmask8((1u << std::max<int64_t>(left, 0)) - 1);
+  return _mm512_maskz_cvtps_pd(__mmask8(0xff), _mm256_maskz_loadu_ps(m, p));
+}
+
+// Sum of n floats in double, eight lanes of partial sums in each of two accumulators.
+LUMEN_TARGET_AVX512 inline double sum_f64_avx512(const float *x, int64_t n) {
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    acc0 = _mm512_add_pd(acc0, load8_f64(x + i, n - i));
+    acc1 = _mm512_add_pd(acc1, load8_f64(x + i + 8, n - i - 8));
+  }
+  const __m512d acc = _mm512_add_pd(acc0, acc1);
+  const __m256d acc4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd(0xf, acc, 0),
+                                     _mm512_maskz_extractf64x4_pd(0xf, acc, 1));
+  const __m128d acc2 = _mm_add_pd(_mm256_castpd256_pd128(acc4), _mm256_extractf128_pd(acc4, 1));
+  return _mm_cvtsd_f64(acc2) + _mm_cvtsd_f64(_mm_unpackhi_pd(acc2, acc2));
+}
+
+LUMEN_TARGET_AVX512 void global_avg_avx512(const float *x, float *y, int64_t size, int64_t begin,
+                                           int64_t end) {
+  for (int64_t q = begin; q < end; ++q)
+    y[q] = static_cast<float>(sum_f64_avx512(x + q * size, size) / static_cast<double>(size));
+}
+#endif
 
 template <class T, bool kIsMax>
 void pool2d(KernelContext &ctx) {
@@ -38,6 +209,70 @@ void pool2d(KernelContext &ctx) {
   const T *x = tx.data<T>();
   T *y = ty.data<T>();
   const int64_t in_plane = h * w, out_plane = oh * ow;
+#if LUMEN_VEC_X86
+  if constexpr (std::is_same_v<T, float>) {
+    if (vec::cpu_isa() == vec::Isa::Avx512 && (sw == 1 || sw == 2)) {
+      // Reused across calls: no allocations once the largest shape has been seen.
+      thread_local PoolPlan plan;
+      PoolPlan &p = plan;
+      p = {h,
+           w,
+           oh,
+           ow,
+           kh,
+           kw,
+           sh,
+           sw,
+           dh,
+           dw,
+           pads[0],
+           pads[1],
+           0,
+           0,
+           0,
+           kIsMax,
+           std::move(p.row_lo),
+           std::move(p.row_hi),
+           std::move(p.row_div),
+           std::move(p.col_div)};
+      const int64_t ow16 = (ow + 15) / 16 * 16;
+      p.ld = (std::max(p.pl + w, ow16 * sw + (kw - 1) * dw + 16) + 15) / 16 * 16;
+      p.block_rows = std::max<int64_t>(4096 / p.ld, 1);
+      p.pf = (kh + 4 * sh) * w;
+      p.row_lo.resize(oh);
+      p.row_hi.resize(oh);
+      p.row_div.resize(oh);
+      p.col_div.assign(ow16, 1.f);
+      for (int64_t i = 0; i < oh; ++i) {
+        const int64_t offset = i * sh - pads[0];
+        valid_range(offset, dh, h, kh, p.row_lo[i], p.row_hi[i]);
+        p.row_div[i] = float(count_include_pad ? std::clamp<int64_t>(h + pads[2] - offset, 0, kh)
+                                               : p.row_hi[i] - p.row_lo[i]);
+      }
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t offset = j * sw - pads[1];
+        int64_t lo, hi;
+        valid_range(offset, dw, w, kw, lo, hi);
+        p.col_div[j] =
+            float(count_include_pad ? std::clamp<int64_t>(w + pads[3] - offset, 0, kw) : hi - lo);
+      }
+      ctx.pool.parallel_for(
+          planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
+            thread_local std::vector<float> scratch;
+            // The padding columns of every scratch row stay neutral; the vertical pass writes only
+            // the input's columns.
+            const int64_t rows = std::min(p.block_rows, (end - begin) * oh);
+            scratch.assign(static_cast<size_t>(rows * p.ld),
+                           kIsMax ? -std::numeric_limits<float>::infinity() : 0.f);
+            if (sw == 1)
+              pool_planes_dispatch<kIsMax, 1>(p, x, y, begin * oh, end * oh, scratch.data());
+            else
+              pool_planes_dispatch<kIsMax, 2>(p, x, y, begin * oh, end * oh, scratch.data());
+          });
+      return;
+    }
+  }
+#endif
 
   // Per output column: valid taps and (for count_include_pad) taps inside the padded width.
   std::vector<int64_t> col_lo(ow), col_hi(ow), col_padded(ow);
@@ -107,6 +342,11 @@ void global_pool(KernelContext &ctx) {
   const T *x = tx.data<T>();
   T *y = ctx.output(0).data<T>();
   ctx.pool.parallel_for(planes, plane_grain(size), [&](int64_t begin, int64_t end) {
+#if LUMEN_VEC_X86
+    if constexpr (std::is_same_v<T, float> && !kIsMax) {
+      if (vec::cpu_isa() == vec::Isa::Avx512) return global_avg_avx512(x, y, size, begin, end);
+    }
+#endif
     for (int64_t q = begin; q < end; ++q) {
       const T *xq = x + q * size;
       if constexpr (kIsMax) {
