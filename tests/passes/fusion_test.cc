@@ -49,6 +49,18 @@ Graph optimized_copy(const Graph &before, std::unique_ptr<Pass> pass,
   return after;
 }
 
+// The ops of the compiled steps, in order; checks every step runs on the cpu backend.
+std::vector<std::string> compiled_ops(const Graph &g, std::vector<StepInfo> *steps = nullptr) {
+  Runtime rt(RuntimeOptions{.num_threads = 2});
+  std::vector<std::string> ops;
+  for (const StepInfo &s : g.compile(&rt)->steps()) {
+    ops.push_back(s.op);
+    EXPECT_EQ(s.backend, "cpu") << s.node;
+    if (steps) steps->push_back(s);
+  }
+  return ops;
+}
+
 // --- fold_conv_batch_norm ----------------------------------------------------------------------
 
 TEST(FoldConvBatchNormPass, FoldsWithAndWithoutConvBias) {
@@ -156,6 +168,48 @@ TEST(FoldConvBatchNormPass, DoesNotFoldNonConstantParameters) {
                               mean, constant(g, "v", {4}, 3, 0.5, 1)}));
   Value *w = g.add_input("w_runtime", {4, 3, 3, 3});
   g.mark_output(batch_norm(g, g.add_op("conv2d", {x, w}), 4, "bn2"));
+  run_pass(*make_fold_conv_batch_norm(), g, false);
+}
+
+// DenseNet's pre-activation batch norm follows a concat, not a conv: it becomes a depthwise 1x1
+// conv, and the frozen-BN mul + add and the relu after it fold and fuse into that conv.
+TEST(FoldConvBatchNormPass, BatchNormWithoutConvBecomesDepthwiseConvThatFusesItsFollowers) {
+  Graph g;
+  Value *a = g.add_input("a", {2, 3, 5, 5});
+  Value *b = g.add_input("b", {2, 4, 5, 5});
+  Value *cat = g.add_op("concat", {a, b}, {{"axis", int64_t{1}}}, "cat");
+  Value *bn = batch_norm(g, cat, 7, "bn1");
+  Value *mul = g.add_op("mul", {bn, constant(g, "s", {7, 1, 1}, 2, 0.5, 1.5)}, {}, "mul1");
+  Value *add = g.add_op("add", {mul, constant(g, "t", {1, 7, 1, 1}, 3, -1, 1)}, {}, "add1");
+  g.mark_output(g.add_op("relu", {add}, {}, "relu1"));
+  const std::vector<Tensor> inputs{random_tensor({2, 3, 5, 5}, 4, -2, 2),
+                                   random_tensor({2, 4, 5, 5}, 5, -2, 2)};
+  std::vector<std::string> notes;
+  Graph after = optimized_copy(g, make_fold_conv_batch_norm(), inputs, &notes);
+  EXPECT_EQ(op_counts(after),
+            (std::map<std::string, int>{{"add", 1}, {"concat", 1}, {"conv2d", 1}, {"relu", 1}}));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("batch_norm 'bn1' -> depthwise conv2d"), std::string::npos) << notes[0];
+  Graph fused = g.clone();
+  fused.optimize(2);
+  EXPECT_EQ(compiled_ops(fused), (std::vector<std::string>{"concat", "fused_conv"}));
+  EXPECT_TRUE(same_outputs(g, fused, inputs, 1e-5, 1e-5));
+}
+
+TEST(FoldConvBatchNormPass, KeepsBatchNormItCannotRewrite) {
+  Graph g;
+  // float64 (the cpu conv kernel is float32), rank 3, and a batch_norm of a conv's second use.
+  Value *x64 = g.add_input("x64", {1, 3, 4, 4}, DType::Float64);
+  Value *s = constant(g, "s", {3}, 1, 0.5, 1.5, DType::Float64);
+  Value *b = constant(g, "b", {3}, 2, -1, 1, DType::Float64);
+  Value *m = constant(g, "m", {3}, 3, -1, 1, DType::Float64);
+  Value *v = constant(g, "v", {3}, 4, 0.5, 1.5, DType::Float64);
+  g.mark_output(g.add_op("batch_norm", {x64, s, b, m, v}));
+  g.mark_output(batch_norm(g, g.add_input("x3", {2, 5, 6}), 5, "bn_rank3"));
+  Value *conv =
+      g.add_op("conv2d", {g.add_input("x", {1, 3, 5, 5}), g.add_weight("w", {4, 3, 1, 1})});
+  g.mark_output(conv);
+  g.mark_output(batch_norm(g, conv, 4, "bn_after_conv"));
   run_pass(*make_fold_conv_batch_norm(), g, false);
 }
 
@@ -378,18 +432,6 @@ TEST(FuseResidualAddPass, DoesNotFireOnBroadcastsOrOtherUses) {
 }
 
 // --- the pipeline ------------------------------------------------------------------------------
-
-// The ops of the compiled steps, in order; checks every step runs on the cpu backend.
-std::vector<std::string> compiled_ops(const Graph &g, std::vector<StepInfo> *steps = nullptr) {
-  Runtime rt(RuntimeOptions{.num_threads = 2});
-  std::vector<std::string> ops;
-  for (const StepInfo &s : g.compile(&rt)->steps()) {
-    ops.push_back(s.op);
-    EXPECT_EQ(s.backend, "cpu") << s.node;
-    if (steps) steps->push_back(s);
-  }
-  return ops;
-}
 
 TEST(FusionPipeline, ConvReluIsOneFusedConv) {
   Graph g;

@@ -7,9 +7,15 @@
 //     fuse_bias_activation);
 // becomes one conv2d with w'[m] = w[m] * s[m], b'[m] = b[m] * s[m] + t[m]. The new weights are
 // computed in double and stored in the weight dtype.
+//
+// A float32 batch_norm with constant parameters on an NCHW tensor that follows no conv at all
+// (DenseNet's pre-activation BN) becomes a depthwise 1x1 conv2d (w[c] = s[c], b[c] = t[c]): the
+// mul / add / activation that follow then fold and fuse into it like into any conv, one pass over
+// memory instead of four.
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/passes/pass.h"
@@ -59,22 +65,51 @@ struct Affine {
   std::vector<double> scale, shift;  // shift empty: zero
 };
 
-std::optional<Affine> batch_norm_affine(const Graph &graph, const Node *bn) {
-  Node *conv = foldable_conv(graph, bn->input(0));
-  if (!conv) return std::nullopt;
+// The per-channel s and t of a batch_norm whose parameters are constants of `dtype`.
+std::optional<std::pair<std::vector<double>, std::vector<double>>> constant_batch_norm(
+    const Node *bn, DType dtype) {
   for (size_t i = 1; i <= 4; ++i)
-    if (!is_float_constant(bn->input(i), conv->output()->dtype())) return std::nullopt;
+    if (!is_float_constant(bn->input(i), dtype)) return std::nullopt;
   const double eps = bn->attrs().get_float("epsilon", 1e-5);
   const auto gamma = to_doubles(bn->input(1)->constant());
   const auto beta = to_doubles(bn->input(2)->constant());
   const auto mean = to_doubles(bn->input(3)->constant());
   const auto var = to_doubles(bn->input(4)->constant());
-  Affine affine{conv, std::vector<double>(gamma.size()), std::vector<double>(gamma.size())};
+  std::vector<double> scale(gamma.size()), shift(gamma.size());
   for (size_t m = 0; m < gamma.size(); ++m) {
-    affine.scale[m] = gamma[m] / std::sqrt(var[m] + eps);
-    affine.shift[m] = beta[m] - mean[m] * affine.scale[m];
+    scale[m] = gamma[m] / std::sqrt(var[m] + eps);
+    shift[m] = beta[m] - mean[m] * scale[m];
   }
-  return affine;
+  return std::pair{std::move(scale), std::move(shift)};
+}
+
+std::optional<Affine> batch_norm_affine(const Graph &graph, const Node *bn) {
+  Node *conv = foldable_conv(graph, bn->input(0));
+  if (!conv) return std::nullopt;
+  auto affine = constant_batch_norm(bn, conv->output()->dtype());
+  if (!affine) return std::nullopt;
+  return Affine{conv, std::move(affine->first), std::move(affine->second)};
+}
+
+// A depthwise 1x1 conv2d computing the same as batch_norm `bn` (see the top of the file).
+Value *batch_norm_as_depthwise_conv(Graph &graph, const Node *bn) {
+  const Value *x = bn->input(0);
+  // After a conv the batch_norm either folded or must stay (the conv has other users).
+  if (producer_if(x, "conv2d") || producer_if(x, "fused_conv")) return nullptr;
+  if (bn->outputs().size() != 1 || x->dtype() != DType::Float32 || !x->has_shape() ||
+      x->shape().rank() != 4 || x->shape()[1] == kUnknownDim || x->shape()[1] < 1)
+    return nullptr;
+  const auto affine = constant_batch_norm(bn, x->dtype());
+  const int64_t channels = x->shape()[1];
+  if (!affine || affine->first.size() != static_cast<size_t>(channels)) return nullptr;
+  Value *w = graph.add_constant(graph.fresh_name(bn->name() + "_scale"),
+                                from_doubles(Shape{channels, 1, 1, 1}, x->dtype(), affine->first));
+  Value *b = graph.add_constant(graph.fresh_name(bn->name() + "_shift"),
+                                from_doubles(Shape{channels}, x->dtype(), affine->second));
+  Attributes attrs;
+  attrs.set("group", channels);
+  attrs.set("kernel_shape", std::vector<int64_t>{1, 1});
+  return graph.add_op("conv2d", {bn->input(0), w, b}, attrs, graph.fresh_name(bn->name()));
 }
 
 std::optional<Affine> mul_affine(const Graph &graph, const Node *mul) {
@@ -101,7 +136,10 @@ class FoldConvBatchNorm final : public Pass {
         affine = batch_norm_affine(graph, node);
       else if (node->op() == "mul")
         affine = mul_affine(graph, node);
-      if (!affine) continue;
+      if (!affine) {
+        if (node->op() == "batch_norm") changed |= replace_with_depthwise_conv(graph, ctx, node);
+        continue;
+      }
       Node *conv = affine->conv;
       Value *folded = fold(graph, *affine, node->name());
       if (!graph.can_replace(node->output(), folded)) {
@@ -120,6 +158,19 @@ class FoldConvBatchNorm final : public Pass {
   }
 
  private:
+  static bool replace_with_depthwise_conv(Graph &graph, PassContext &ctx, Node *bn) {
+    Value *conv = batch_norm_as_depthwise_conv(graph, bn);
+    if (!conv) return false;
+    if (!graph.can_replace(bn->output(), conv)) {
+      graph.remove_node(conv->producer());
+      return false;
+    }
+    ctx.note("batch_norm '", bn->name(), "' -> depthwise conv2d '", conv->producer()->name(), "'");
+    graph.replace_all_uses(bn->output(), conv);
+    graph.remove_node(bn);
+    return true;
+  }
+
   static Value *fold(Graph &graph, const Affine &affine, const std::string &follower) {
     const Node *conv = affine.conv;
     Value *w = conv->input(1);

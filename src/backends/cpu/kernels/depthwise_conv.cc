@@ -163,6 +163,28 @@ inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd, Scrat
   }
 }
 
+// A 1x1 depthwise conv is a per-channel affine map (a batch norm rewritten as a conv, see
+// fold_conv_batch_norm.cc): y = act(w[m] * x + b[m] + residual), straight over each plane.
+template <class T>
+void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T *w, const T *bias,
+                      const T *residual, const Epilogue<T> &epilogue, T *y) {
+  const int64_t plane = p.h * p.w;
+  pool.parallel_for(p.n * p.m, std::max<int64_t>(1, (int64_t(1) << 15) / plane),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t out = begin; out < end; ++out) {
+                        const int64_t m = out % p.m, in = (out / p.m) * p.c + m / p.mg;
+                        const T scale = w[m];
+                        const T *src = x + in * plane;
+                        T *dst = y + out * plane;
+                        vec::run_best([&]() LUMEN_VEC_INLINE {
+                          for (int64_t i = 0; i < plane; ++i) dst[i] = scale * src[i];
+                        });
+                        epilogue.apply_scalar_bias(dst, plane, bias ? bias[m] : T(0),
+                                                   residual ? residual + out * plane : nullptr);
+                      }
+                    });
+}
+
 }  // namespace
 
 template <class T>
@@ -171,6 +193,9 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow, kernel_area = p.kh * p.kw;
   if (p.n * p.m == 0 || out_plane == 0) return;
   const bool has_epilogue = residual || epilogue.has_activation();
+  if (kernel_area == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h &&
+      p.ow == p.w)
+    return pointwise_planes(pool, p, x, w, bias, residual, epilogue, y);
   const bool is3x3 = p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && p.sh == p.sw;
   const Kind kind = !is3x3      ? Kind::Generic
                     : p.sw == 1 ? Kind::S1
