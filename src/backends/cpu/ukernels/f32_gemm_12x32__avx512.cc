@@ -26,12 +26,13 @@ struct RowsInPlace {
   }
 };
 
-// The tile with kVectors 16-wide column vectors: 2 for full tiles, 1 when at most 16 columns are
-// left (the edge of a narrow output, e.g. 7x7 feature maps), which halves the work there.
-template <int kVectors, class BSource>
+// The tile with kRows of the panel's 12 rows and kVectors 16-wide column vectors: edge tiles
+// compute only what they need, which matters for narrow outputs (7x7 feature maps: 16 columns
+// left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
+template <int kRows, int kVectors, class BSource>
 void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
           bool accumulate) {
-  constexpr int kMr = 12;
+  constexpr int kPanelRows = 12;
   const auto lanes = [](int count) -> __mmask16 {
     return count >= 16  ? __mmask16(0xFFFF)
            : count <= 0 ? __mmask16(0)
@@ -39,21 +40,21 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   };
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
-  __m512 acc[kMr][kVectors];
+  __m512 acc[kRows][kVectors];
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p, a += kMr) {
+  for (int64_t p = 0; p < k; ++p, a += kPanelRows) {
     __m512 bv[kVectors];
     for (int v = 0; v < kVectors; ++v) bv[v] = b.load(p, v, mask[v]);
 #pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
 #pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     if (r >= m) break;
     float *cr = c + r * ldc;
     for (int v = 0; v < kVectors; ++v) {
@@ -64,23 +65,30 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   }
 }
 
+template <class BSource>
+void any_tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
+              bool accumulate) {
+  if (n <= 16) {
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate);
+    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate);
+    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate);
+  }
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate);
+  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate);
+  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate);
+}
+
 }  // namespace
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, bool accumulate) {
-  if (n <= 16)
-    tile<1>(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
-  else
-    tile<2>(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
+  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
 }
 
 void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
                                      const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
                                      bool accumulate) {
-  if (n <= 16)
-    tile<1>(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
-  else
-    tile<2>(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
+  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
 }
 
 }  // namespace lumen::ukernels
