@@ -1,10 +1,12 @@
 // Depthwise convolution, one input plane at a time. The plane is first copied into a zero-padded
 // buffer, so the inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 (MobileNet's)
 // then run as one flat loop over the padded width (a few thrown-away columns per row keep the
-// vectors full even on 7x7 planes) with the nine taps summed in registers; for stride 2 the buffer
-// is split by row and column parity first, so every tap reads contiguous memory. Other shapes run
-// row by row, tap by tap. The epilogue runs on each finished row while it is in L1. Parallel over
-// input planes (n, c), each producing its p.mg output planes.
+// vectors full even on 7x7 planes) with the nine taps summed in registers; for stride 2 the input
+// is copied split by row and column parity instead, so every tap reads contiguous memory. Other
+// shapes run row by row, tap by tap. The zero borders are written once per thread and call, only
+// the inside per plane. The epilogue runs on each finished row (or block of narrow rows) while it
+// is in L1. 1x1 kernels are a per-channel affine map. Parallel over input planes (n, c), each
+// producing its p.mg output planes.
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
@@ -20,23 +22,20 @@ struct Padded {
   int64_t rows, cols;
 };
 
-// Copies input plane xc into buf (rows x cols, row stride cols) as the padded rectangle.
+// Copies input plane xc into the inside of buf (rows x cols, row stride cols), the padded
+// rectangle; its zero border is written once per buffer (zero_border) and never touched here.
 template <class T>
-inline void pad_plane(const ConvParams &p, const Padded &pd, const T *xc, T *buf) {
+LUMEN_VEC_INLINE inline void pad_plane(const ConvParams &p, const Padded &pd, const T *xc, T *buf) {
+  const int64_t r0 = std::clamp<int64_t>(p.pt, 0, pd.rows);
+  const int64_t r1 = std::clamp<int64_t>(p.pt + p.h, r0, pd.rows);
   const int64_t c0 = std::clamp<int64_t>(p.pl, 0, pd.cols);
   const int64_t c1 = std::clamp<int64_t>(p.pl + p.w, c0, pd.cols);
-  for (int64_t r = 0; r < pd.rows; ++r) {
+  // Padded (r, c) reads input (r - pt, c - pl). Plain loops: rows are short (7x7 planes), and a
+  // library call per row cost more than the copy.
+  for (int64_t r = r0; r < r1; ++r) {
     T *dst = buf + r * pd.cols;
-    const int64_t ih = r - p.pt;
-    if (ih < 0 || ih >= p.h) {
-      std::fill(dst, dst + pd.cols, T(0));
-      continue;
-    }
-    // Padded column c reads input column c - pl when that is inside [0, w).
-    const T *src = xc + ih * p.w;
-    std::fill(dst, dst + c0, T(0));
-    std::copy(src + (c0 - p.pl), src + (c1 - p.pl), dst + c0);
-    std::fill(dst + c1, dst + pd.cols, T(0));
+    const T *src = xc + (r - p.pt) * p.w - p.pl;
+    for (int64_t c = c0; c < c1; ++c) dst[c] = src[c];
   }
 }
 
@@ -44,14 +43,20 @@ inline void pad_plane(const ConvParams &p, const Padded &pd, const T *xc, T *buf
 // parity into four planes of (oh + 1) x L, L = ow + 1, so that every tap of a 3x3 stride-2 window
 // is a contiguous read: quad[2 * (r % 2) + (c % 2)][r / 2][c / 2] = padded[r][c].
 template <class T>
-inline void split_quads(const T *padded, const Padded &pd, int64_t oh, int64_t ow, T *quad) {
-  const int64_t l = ow + 1, plane = (oh + 1) * l;
-  std::fill(quad, quad + 4 * plane, T(0));
-  for (int64_t r = 0; r < pd.rows; ++r) {
-    const T *src = padded + r * pd.cols;
+LUMEN_VEC_INLINE inline void split_quads(const ConvParams &p, const Padded &pd, const T *xc,
+                                         T *quad) {
+  // Straight from the input: only the inside is written, the same places every plane (the rest
+  // was zeroed once, see depthwise_conv2d).
+  const int64_t l = p.ow + 1, plane = (p.oh + 1) * l;
+  const int64_t r0 = std::clamp<int64_t>(p.pt, 0, pd.rows);
+  const int64_t r1 = std::clamp<int64_t>(p.pt + p.h, r0, pd.rows);
+  const int64_t c0 = std::clamp<int64_t>(p.pl, 0, pd.cols);
+  const int64_t c1 = std::clamp<int64_t>(p.pl + p.w, c0, pd.cols);
+  for (int64_t r = r0; r < r1; ++r) {
+    const T *src = xc + (r - p.pt) * p.w - p.pl;  // src[c]: padded column c
     T *even = quad + (2 * (r % 2)) * plane + (r / 2) * l, *odd = even + plane;
-    for (int64_t k = 0; k < l; ++k) even[k] = src[2 * k];
-    for (int64_t k = 0; k < ow; ++k) odd[k] = src[2 * k + 1];
+    for (int64_t k = (c0 + 1) / 2; 2 * k < c1; ++k) even[k] = src[2 * k];
+    for (int64_t k = c0 / 2; 2 * k + 1 < c1; ++k) odd[k] = src[2 * k + 1];
   }
 }
 
@@ -59,7 +64,8 @@ inline void split_quads(const T *padded, const Padded &pd, int64_t oh, int64_t o
 // padded[t + a * l + b]. Columns j >= ow of each row are computed and thrown away; a flat loop
 // keeps vectors full even on 7x7 planes.
 template <class T>
-inline void flat_3x3_s1(const T *in, int64_t l, const T *k, T bias, T *out, int64_t len) {
+LUMEN_VEC_INLINE inline void flat_3x3_s1(const T *in, int64_t l, const T *k, T bias, T *out,
+                                         int64_t len) {
   const T k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7],
           k8 = k[8];
   const T *r0 = in, *r1 = in + l, *r2 = in + 2 * l;
@@ -73,8 +79,8 @@ inline void flat_3x3_s1(const T *in, int64_t l, const T *k, T bias, T *out, int6
 
 // 3x3 stride 2 over the four parity planes (see split_quads), flat as above.
 template <class T>
-inline void flat_3x3_s2(const T *ee, const T *eo, const T *oe, const T *oo, int64_t l, const T *k,
-                        T bias, T *out, int64_t len) {
+LUMEN_VEC_INLINE inline void flat_3x3_s2(const T *ee, const T *eo, const T *oe, const T *oo,
+                                         int64_t l, const T *k, T bias, T *out, int64_t len) {
   const T k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7],
           k8 = k[8];
   const T *ee1 = ee + l, *eo1 = eo + l;
@@ -88,8 +94,8 @@ inline void flat_3x3_s2(const T *ee, const T *eo, const T *oe, const T *oo, int6
 
 // Any kernel size, stride and dilation, one output row: taps outer, the row accumulates in place.
 template <class T>
-inline void row_generic(const ConvParams &p, const Padded &pd, const T *buf, int64_t i, const T *k,
-                        T bias, T *out) {
+LUMEN_VEC_INLINE inline void row_generic(const ConvParams &p, const Padded &pd, const T *buf,
+                                         int64_t i, const T *k, T bias, T *out) {
   std::fill(out, out + p.ow, bias);
   for (int64_t a = 0; a < p.kh; ++a) {
     const T *row = buf + (i * p.sh + a * p.dh) * pd.cols;
@@ -113,12 +119,12 @@ struct Scratch {
 };
 
 constexpr int64_t kFlatBlock = 2048;  // flat outputs per block: 8 KiB of float, stays in L1
-constexpr int64_t kDirectWidth = 24;  // output rows at least this wide are computed in place
+constexpr int64_t kDirectWidth = 64;  // output rows at least this wide are computed in place
 
 template <class T>
-inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd, Scratch<T> &s,
-                         const T *k, T bias, const T *residual, const Epilogue<T> &epilogue,
-                         bool has_epilogue, T *y) {
+LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd,
+                                          Scratch<T> &s, const T *k, T bias, const T *residual,
+                                          const Epilogue<T> &epilogue, bool has_epilogue, T *y) {
   auto finish_row = [&](int64_t i) {
     if (has_epilogue)
       epilogue.apply(y + i * p.ow, p.ow, nullptr, residual ? residual + i * p.ow : nullptr);
@@ -150,16 +156,18 @@ inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd, Scrat
     }
     return;
   }
-  // Narrow planes: several rows per flat loop, then the ow useful columns of each are copied.
+  // Narrow planes: several rows per flat loop, then the ow useful columns of each are copied;
+  // the epilogue runs once per block of rows (one call per row cost as much as the taps).
   const int64_t rows_per_block = std::max<int64_t>(1, kFlatBlock / l);
   T *flat = s.flat.data();
   for (int64_t i0 = 0; i0 < p.oh; i0 += rows_per_block) {
     const int64_t rows = std::min(rows_per_block, p.oh - i0);
     run(i0 * l, flat, (rows - 1) * l + p.ow);  // the last row needs only its first ow outputs
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < p.ow; ++j) y[(i0 + r) * p.ow + j] = flat[r * l + j];
-      finish_row(i0 + r);
-    }
+    if (has_epilogue)
+      epilogue.apply(y + i0 * p.ow, rows * p.ow, nullptr,
+                     residual ? residual + i0 * p.ow : nullptr);
   }
 }
 
@@ -203,21 +211,26 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
                                 : Kind::Generic;
   const Padded pd{(p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1,
                   (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1};
-  // Input planes, each feeding p.mg output planes; ~256K multiply-adds per parallel chunk.
+  // Input planes, each feeding p.mg output planes; ~32K multiply-adds per parallel chunk (a
+  // 576-channel 7x7 layer has only 254K in all, and must still use every thread).
   const int64_t planes = p.n * p.c;
   const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
-  pool.parallel_for(planes, std::max<int64_t>(1, (int64_t(1) << 18) / work),
+  pool.parallel_for(planes, std::max<int64_t>(1, (int64_t(1) << 15) / work),
                     [&](int64_t begin, int64_t end) {
                       thread_local Scratch<T> s;
-                      s.padded.resize(size_t(pd.rows * pd.cols));
-                      if (kind == Kind::S2) s.quads.resize(size_t(4 * (p.oh + 1) * (p.ow + 1)));
+                      // Zero once: pad_plane and split_quads write the same places every plane.
+                      if (kind == Kind::S2)
+                        s.quads.assign(size_t(4 * (p.oh + 1) * (p.ow + 1)), T(0));
+                      else
+                        s.padded.assign(size_t(pd.rows * pd.cols), T(0));
                       s.flat.resize(size_t(kFlatBlock + pd.cols + 1));
                       for (int64_t q = begin; q < end; ++q) {
                         // One ISA dispatch per plane: copies and taps all run vectorized.
                         vec::run_best([&]() LUMEN_VEC_INLINE {
-                          pad_plane(p, pd, x + q * in_plane, s.padded.data());
                           if (kind == Kind::S2)
-                            split_quads(s.padded.data(), pd, p.oh, p.ow, s.quads.data());
+                            split_quads(p, pd, x + q * in_plane, s.quads.data());
+                          else
+                            pad_plane(p, pd, x + q * in_plane, s.padded.data());
                           const int64_t n = q / p.c, c = q % p.c;
                           for (int64_t g = 0; g < p.mg; ++g) {
                             const int64_t m = c * p.mg + g, out = n * p.m + m;
