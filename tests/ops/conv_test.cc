@@ -134,11 +134,16 @@ TEST(Conv2dOp, CpuMatchesReference) {
       {{2, 8, 5, 5}, {16, 8, 1, 1}, {}, true},
       {{2, 8, 5, 5}, {16, 8, 1, 1}, {}, false},
       // Stride 1 on maps at least 20 wide: the cpu conv runs on a zero-padded grid
-      // (padded_image_panels.h); same, dilated and asymmetric padding, groups, two images.
+      // (padded_image.h); same, dilated and asymmetric padding, groups, two images.
       {{1, 5, 23, 24}, {7, 5, 3, 3}, {{"pads", V{1, 1, 1, 1}}}, true},
       {{2, 4, 30, 41}, {6, 4, 3, 2}, {{"dilations", V{2, 1}}, {"pads", V{2, 0, 1, 3}}}, false},
       {{1, 6, 21, 33}, {4, 3, 5, 5}, {{"group", int64_t{2}}, {"pads", V{2, 2, 2, 2}}}, true},
       {{1, 3, 22, 40}, {5, 3, 3, 3}, {}, true},
+      // Stride 2 with output rows wider than 16 (im2col packs them 16 lanes at a time from 32
+      // inputs): left/right padding, a 7x7 first layer, a 1x1 downsample.
+      {{1, 3, 45, 47}, {5, 3, 7, 7}, {{"strides", V{2, 2}}, {"pads", V{3, 3, 3, 3}}}, true},
+      {{1, 4, 41, 70}, {6, 4, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 2, 1, 1}}}, false},
+      {{1, 8, 36, 38}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 6, 6}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 4, 4}, {4, 8, 1, 1}, {{"pads", V{1, 1, 1, 1}}}, true},
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {}, true},

@@ -9,5 +9,8 @@ namespace lumen::ukernels {
 // [lo, hi) are never read, so row + ix0 may point before the row. Stride-1 convolutions only.
 void f32_im2col_segment__avx512(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
                                 float *out);
+// The same for stride 2: out[i] = row[ix0 + 2 * i] for lo <= i < hi.
+void f32_im2col_segment_s2__avx512(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
+                                   float *out);
 
 }  // namespace lumen::ukernels
