@@ -258,6 +258,13 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   const int64_t panels = split_n ? panels_n : panels_m;
   parts = std::min(parts, panels);
   if (parts <= 1) return sgemm_region(0, m, 0, n, k, a, b, c, ldc, options, uk);
+  // Threads take chunks as they go rather than one fixed share each, so a thread slowed by
+  // something else (a busy sibling core) hands work to the others instead of holding them up.
+  // Every chunk reads all of the operand that is not split; that costs nothing extra only when
+  // that operand needs no packing, so otherwise each thread gets one chunk.
+  const bool shared_operand_free = split_n ? a.prepacked() : b_read_once;
+  constexpr int64_t kChunksPerThread = 4;
+  if (shared_operand_free) parts = std::min(panels, parts * kChunksPerThread);
   pool.parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
       const int64_t p0 = panels * part / parts, p1 = panels * (part + 1) / parts;
