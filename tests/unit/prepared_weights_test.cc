@@ -29,8 +29,9 @@ Tensor run_compiled(const std::string &backend, const std::string &op, const Ten
 void expect_cpu_matches_reference(const std::string &op, const Tensor &x,
                                   const std::vector<Tensor> &constants, const Attributes &attrs) {
   ASSERT_NE(get_backend("cpu").find_prepare(op, DType::Float32), nullptr) << op;
-  const Tensor want = run_compiled("reference", op, x, constants, attrs);
+  // cpu first: its output must not land in a cached buffer that already holds the answer.
   const Tensor got = run_compiled("cpu", op, x, constants, attrs);
+  const Tensor want = run_compiled("reference", op, x, constants, attrs);
   EXPECT_TRUE(all_close(got, want, 1e-4, 1e-4)) << op << " " << attrs.to_string();
 }
 
@@ -52,8 +53,9 @@ TEST(PreparedWeights, ConvMatchesReference) {
   expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
 }
 
-// 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more run Winograd F(2x2, 3x3)
-// (winograd_conv.h): odd output sizes (partial tiles), padding, bias, residual and activation.
+// 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more (64 channels on 56x56 and
+// more) run Winograd F(2x2, 3x3) (winograd_conv.h): odd output sizes (partial tiles), padding,
+// bias, residual and activation; large maps in bands of tile rows (the last one partial).
 TEST(PreparedWeights, WinogradConvMatchesReference) {
   const Tensor w = Tensor::randn({100, 96, 3, 3}, 12);
   const Tensor b = Tensor::randn({100}, 13);
@@ -64,6 +66,11 @@ TEST(PreparedWeights, WinogradConvMatchesReference) {
   fused.set("activation", std::string("relu"));
   expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 96, 14, 20}, 16),
                                {w, b, Tensor::randn({1, 100, 14, 20}, 17)}, fused);
+  const Tensor w64 = Tensor::randn({64, 64, 3, 3}, 18);
+  const Tensor b64 = Tensor::randn({64}, 19);
+  expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 64, 57, 58}, 20),
+                               {w64, b64, Tensor::randn({1, 64, 57, 58}, 21)}, fused);
+  expect_cpu_matches_reference("conv2d", Tensor::randn({2, 64, 58, 61}, 22), {w64}, {});
 }
 
 TEST(PreparedWeights, MatmulAndGemmMatchReference) {

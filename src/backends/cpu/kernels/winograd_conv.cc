@@ -40,17 +40,30 @@ inline void transform_weight(const float g[3][3], float u[kTile][kTile]) {
 
 // V = B^T d B for every tile of a tile row: rows[i][2 * tx + j] is d[i][j] of tile tx; output
 // k = 4 * xi + nu of tile tx goes to out[k * k_stride + tx]. B^T = [[1,0,-1,0],[0,1,1,0],
-// [0,-1,1,0],[0,1,0,-1]]. A loop over tiles, so it vectorizes (widest ISA, vec::run_best).
-void input_tile_row(const float *rows, int64_t width, int64_t tiles, float *out, int64_t k_stride) {
+// [0,-1,1,0],[0,1,0,-1]]. Each row is first split into its even and odd columns (`split`, room for
+// 8 * (tiles + 1) floats), so the loop over tiles reads contiguous memory and vectorizes (widest
+// ISA, vec::run_best); reading d[i][j] at stride 2 straight from the rows cost 3x more.
+void input_tile_row(const float *rows, int64_t width, int64_t tiles, float *split, float *out,
+                    int64_t k_stride) {
   vec::run_best([&]() LUMEN_VEC_INLINE {
-    const float *__restrict r0 = rows, *__restrict r1 = rows + width;
-    const float *__restrict r2 = rows + 2 * width, *__restrict r3 = rows + 3 * width;
+    const int64_t half = tiles + 1;  // columns 2 * tx + j for j < 4 are even/odd [tx], [tx + 1]
+    for (int i = 0; i < kTile; ++i) {
+      const float *__restrict row = rows + i * width;
+      float *__restrict even = split + 2 * i * half, *__restrict odd = even + half;
+      for (int64_t k = 0; k < half; ++k) {
+        even[k] = row[2 * k];
+        odd[k] = row[2 * k + 1];
+      }
+    }
     float *__restrict o = out;
+    const float *__restrict s = split;
     for (int64_t tx = 0; tx < tiles; ++tx) {
       float t[kTile][kTile];
       for (int j = 0; j < kTile; ++j) {
-        const float d0 = r0[2 * tx + j], d1 = r1[2 * tx + j], d2 = r2[2 * tx + j],
-                    d3 = r3[2 * tx + j];
+        // d[i][j] = row i, column 2 * tx + j: even/odd half j % 2, index tx + j / 2.
+        const int64_t at = (j % 2) * half + tx + j / 2;
+        const float d0 = s[0 * half + at], d1 = s[2 * half + at], d2 = s[4 * half + at],
+                    d3 = s[6 * half + at];
         t[0][j] = d0 - d2;
         t[1][j] = d1 + d2;
         t[2][j] = d2 - d1;
@@ -90,12 +103,14 @@ void output_tile_row(const float *prod, int64_t k_stride, int64_t tiles, float *
 
 }  // namespace
 
-// Measured against the GEMM path (2 threads): 1.5-2.5x faster at 96-256 channels on 14x14 and
-// 28x28 maps. At 64 channels on 56x56 it is about even alone but slower inside ResNet-50 (3.0 vs
-// 2.2 ms: the transformed tensors add 6 MiB of traffic), and slower still at 16-32 channels.
+// Measured against the GEMM path (2 threads): at 96-256 channels on 14x14 and 28x28 maps 1.5-2.5x
+// faster; at 64 channels only on large maps (56x56: 1.0 vs 1.5 ms for 64 -> 64, 2.6 vs 4.3 ms for
+// 64 -> 192), about even on 28x28; slower at 16-32 channels, where the transforms dominate.
 bool winograd_applies(const ConvParams &p) {
-  return p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
-         p.group == 1 && p.c >= 96 && p.m >= 96 && p.oh >= 14 && p.ow >= 14;
+  if (p.kh != 3 || p.kw != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 || p.dw != 1 || p.group != 1)
+    return false;
+  if (p.oh < 14 || p.ow < 14) return false;
+  return (p.c >= 96 && p.m >= 96) || (p.c >= 64 && p.m >= 64 && p.oh * p.ow >= 56 * 56);
 }
 
 std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int64_t c) {
@@ -118,57 +133,134 @@ std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int
   return out;
 }
 
+namespace {
+
+// Where the 16 matrices of a band's V ([C, tiles] each) and P ([M, tiles]) start: one after
+// another, but spaced so that their starts do not fall on the same 4 KiB offset. The transforms
+// read or write all 16 at once; at 64 or 128 channels on 56x56 maps the plain sizes are multiples
+// of 4 KiB, and the 16 streams then fight over one set of L1 lines (the transform ran 5x slower).
+struct BandLayout {
+  int64_t tiles, v_stride, p_stride;
+  BandLayout(int64_t tiles, int64_t c, int64_t m)
+      : tiles(tiles), v_stride(spaced(c * tiles)), p_stride(spaced(m * tiles)) {}
+  static int64_t spaced(int64_t floats) { return (floats + 1023) / 1024 * 1024 + 64; }
+};
+
+// Floats of scratch transform_band needs: 4 padded rows and their even/odd split; also room for
+// finish_band's two output rows.
+int64_t transform_scratch(int64_t padded_width, const Tiling &tiles) {
+  return std::max(kTile * padded_width + 8 * (tiles.cols + 1), 4 * tiles.cols);
+}
+
+// The input transform of tile rows [ty0, ty1) of image xn: V[k][ch][t] for the band's tiles t,
+// k_stride = c * band tiles. `rows` holds 4 padded input rows.
+void transform_band(const ConvParams &p, const Tiling &tiles, const float *xn, int64_t ch0,
+                    int64_t ch1, int64_t ty0, int64_t ty1, int64_t padded_width, float *rows,
+                    float *v, const BandLayout &band) {
+  for (int64_t ch = ch0; ch < ch1; ++ch)
+    for (int64_t ty = ty0; ty < ty1; ++ty) {
+      for (int i = 0; i < kTile; ++i) {
+        float *row = rows + i * padded_width;
+        const int64_t r = 2 * ty - p.pt + i;
+        std::fill(row, row + padded_width, 0.0f);
+        if (r >= 0 && r < p.h)
+          std::copy(xn + (ch * p.h + r) * p.w, xn + (ch * p.h + r + 1) * p.w, row + p.pl);
+      }
+      input_tile_row(rows, padded_width, tiles.cols, rows + kTile * padded_width,
+                     v + ch * band.tiles + (ty - ty0) * tiles.cols, band.v_stride);
+    }
+}
+
+// The output transform of output channels [o0, o1) for tile rows [ty0, ty1), written to image yn
+// through the epilogue.
+void finish_band(const ConvParams &p, const Tiling &tiles, const float *prod,
+                 const BandLayout &band, int64_t o0, int64_t o1, int64_t ty0, int64_t ty1,
+                 float *rows, const float *bias, const float *zn, const Epilogue<float> &epilogue,
+                 float *yn) {
+  const int64_t out_plane = p.oh * p.ow;
+  const bool has_epilogue = bias || zn || epilogue.has_activation();
+  for (int64_t o = o0; o < o1; ++o) {
+    float *yo = yn + o * out_plane;
+    for (int64_t ty = ty0; ty < ty1; ++ty) {
+      output_tile_row(prod + o * band.tiles + (ty - ty0) * tiles.cols, band.p_stride, tiles.cols,
+                      rows);
+      for (int64_t i = 0; i < 2 && 2 * ty + i < p.oh; ++i)
+        std::copy(rows + i * 2 * tiles.cols, rows + i * 2 * tiles.cols + p.ow,
+                  yo + (2 * ty + i) * p.ow);
+    }
+    if (has_epilogue) {
+      const int64_t begin = 2 * ty0 * p.ow, end = std::min(p.oh, 2 * ty1) * p.ow;
+      epilogue.apply_scalar_bias(yo + begin, end - begin, bias ? bias[o] : 0.0f,
+                                 zn ? zn + o * out_plane + begin : nullptr);
+    }
+  }
+}
+
+// About this many bytes of transformed input and products per band: they stay in L2 between the
+// transforms and the GEMMs.
+constexpr int64_t kBandBytes = int64_t(1) << 20;
+
+}  // namespace
+
 void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
                      const WinogradWeights &weights, const float *bias, const float *residual,
                      const Epilogue<float> &epilogue, float *y) {
   const Tiling tiles = tiling(p);
   const int64_t t_count = tiles.count(), m = p.m, c = p.c;
-  // V: 16 matrices [C, tiles]; P: 16 matrices [M, tiles].
-  Tensor v_buffer = Tensor::empty(Shape{checked_mul(checked_mul(16, c), t_count)}, DType::Float32);
-  Tensor p_buffer = Tensor::empty(Shape{checked_mul(checked_mul(16, m), t_count)}, DType::Float32);
-  float *v = v_buffer.data<float>(), *prod = p_buffer.data<float>();
   const int64_t out_plane = p.oh * p.ow;
   // Tiles read padded columns [0, 2 * cols + 2); the input sits at [pl, pl + w).
   const int64_t padded_width = std::max(2 * tiles.cols + 2, p.pl + p.w);
-  const bool has_epilogue = bias || residual || epilogue.has_activation();
+  // Large maps run in bands of tile rows, each band's transforms and 16 GEMMs on one thread
+  // while its V and P stay in L2: transforming the whole map first sent 2 x 16 x (C + M) floats
+  // per tile through memory (at 64 channels on 56x56 that made Winograd slower than the GEMM).
+  const int64_t band_rows =
+      std::max<int64_t>(1, kBandBytes / (int64_t(sizeof(float)) * 16 * (c + m) * tiles.cols));
+  const int64_t bands = (tiles.rows + band_rows - 1) / band_rows;
+  if (bands * p.n >= 2 * pool.size()) {
+    const int64_t max_band_tiles = std::min(band_rows, tiles.rows) * tiles.cols;
+    pool.parallel_for(p.n * bands, 1, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> v, prod, rows;
+      const BandLayout largest(max_band_tiles, c, m);
+      v.resize(static_cast<size_t>(16 * largest.v_stride));
+      prod.resize(static_cast<size_t>(16 * largest.p_stride));
+      rows.resize(static_cast<size_t>(transform_scratch(padded_width, tiles)));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n = item / bands, ty0 = (item % bands) * band_rows;
+        const int64_t ty1 = std::min(tiles.rows, ty0 + band_rows);
+        const BandLayout band((ty1 - ty0) * tiles.cols, c, m);
+        transform_band(p, tiles, x + n * c * p.h * p.w, 0, c, ty0, ty1, padded_width, rows.data(),
+                       v.data(), band);
+        for (int k = 0; k < 16; ++k)
+          sgemm(pool, m, band.tiles, c, weights.u[static_cast<size_t>(k)],
+                StridedB(v.data() + k * band.v_stride, band.tiles, false),
+                prod.data() + k * band.p_stride, band.tiles, {.max_threads = 1});
+        finish_band(p, tiles, prod.data(), band, 0, m, ty0, ty1, rows.data(), bias,
+                    residual ? residual + n * m * out_plane : nullptr, epilogue,
+                    y + n * m * out_plane);
+      }
+    });
+    return;
+  }
+  // Small maps: the whole map is one band, and each step runs over the pool.
+  // V: 16 matrices [C, tiles]; P: 16 matrices [M, tiles].
+  const BandLayout band(t_count, c, m);
+  Tensor v_buffer = Tensor::empty(Shape{checked_mul(16, band.v_stride)}, DType::Float32);
+  Tensor p_buffer = Tensor::empty(Shape{checked_mul(16, band.p_stride)}, DType::Float32);
+  float *v = v_buffer.data<float>(), *prod = p_buffer.data<float>();
   for (int64_t n = 0; n < p.n; ++n) {
     const float *xn = x + n * c * p.h * p.w;
     pool.parallel_for(c, 1, [&](int64_t begin, int64_t end) {
-      // The tile row's 4 input rows, zero-padded so every tile reads inside them.
-      std::vector<float> rows(static_cast<size_t>(kTile * padded_width), 0.0f);
-      for (int64_t ch = begin; ch < end; ++ch)
-        for (int64_t ty = 0; ty < tiles.rows; ++ty) {
-          for (int i = 0; i < kTile; ++i) {
-            float *row = rows.data() + i * padded_width;
-            const int64_t r = 2 * ty - p.pt + i;
-            std::fill(row, row + padded_width, 0.0f);
-            if (r >= 0 && r < p.h)
-              std::copy(xn + (ch * p.h + r) * p.w, xn + (ch * p.h + r + 1) * p.w, row + p.pl);
-          }
-          input_tile_row(rows.data(), padded_width, tiles.cols, v + ch * t_count + ty * tiles.cols,
-                         c * t_count);
-        }
+      std::vector<float> rows(static_cast<size_t>(transform_scratch(padded_width, tiles)));
+      transform_band(p, tiles, xn, begin, end, 0, tiles.rows, padded_width, rows.data(), v, band);
     });
     for (int k = 0; k < 16; ++k)
       sgemm(pool, m, t_count, c, weights.u[static_cast<size_t>(k)],
-            StridedB(v + k * c * t_count, t_count, false), prod + k * m * t_count, t_count);
-    float *yn = y + n * m * out_plane;
-    const float *zn = residual ? residual + n * m * out_plane : nullptr;
+            StridedB(v + k * band.v_stride, t_count, false), prod + k * band.p_stride, t_count);
     pool.parallel_for(m, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> rows(static_cast<size_t>(2 * 2 * tiles.cols));  // two output rows
-      for (int64_t o = begin; o < end; ++o) {
-        float *yo = yn + o * out_plane;
-        for (int64_t ty = 0; ty < tiles.rows; ++ty) {
-          output_tile_row(prod + o * t_count + ty * tiles.cols, m * t_count, tiles.cols,
-                          rows.data());
-          for (int64_t i = 0; i < 2 && 2 * ty + i < p.oh; ++i)
-            std::copy(rows.data() + i * 2 * tiles.cols, rows.data() + i * 2 * tiles.cols + p.ow,
-                      yo + (2 * ty + i) * p.ow);
-        }
-        if (has_epilogue)
-          epilogue.apply_scalar_bias(yo, out_plane, bias ? bias[o] : 0.0f,
-                                     zn ? zn + o * out_plane : nullptr);
-      }
+      finish_band(p, tiles, prod, band, begin, end, 0, tiles.rows, rows.data(), bias,
+                  residual ? residual + n * m * out_plane : nullptr, epilogue,
+                  y + n * m * out_plane);
     });
   }
 }

@@ -21,7 +21,7 @@ struct WinogradWeights {
 };
 
 // Whether this conv is a 3x3, stride 1, undilated, ungrouped conv with enough channels (96 in and
-// out) and outputs (14x14) for the transforms to pay off.
+// out, or 64 on maps of 56x56 and more) and outputs (14x14) for the transforms to pay off.
 bool winograd_applies(const ConvParams &p);
 
 // Transforms and packs weights [M, C, 3, 3].
