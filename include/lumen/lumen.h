@@ -80,8 +80,9 @@ struct MemorySpaceReport {
   size_t planned_bytes = 0;      // the arena
   size_t lower_bound_bytes = 0;  // the most bytes live at any one step
   size_t num_values = 0;
-  size_t in_place = 0;  // element-wise steps writing over their dying input
-  size_t views = 0;     // reshape-like steps whose output is their input's memory (no copy)
+  size_t in_place = 0;      // element-wise steps writing over their dying input
+  size_t views = 0;         // reshape-like steps whose output is their input's memory (no copy)
+  size_t concat_parts = 0;  // values written straight into the concat that joins them (no copy)
 };
 
 struct MemoryReport {

@@ -196,7 +196,9 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("planned_bytes", &MemorySpaceReport::planned_bytes)
       .def_ro("lower_bound_bytes", &MemorySpaceReport::lower_bound_bytes)
       .def_ro("num_values", &MemorySpaceReport::num_values)
-      .def_ro("in_place", &MemorySpaceReport::in_place);
+      .def_ro("in_place", &MemorySpaceReport::in_place)
+      .def_ro("views", &MemorySpaceReport::views)
+      .def_ro("concat_parts", &MemorySpaceReport::concat_parts);
 
   nb::class_<StepTiming>(m, "StepTiming", "Wall-clock time of one step of one run.")
       .def_ro("step", &StepTiming::step, "Index into Executable.steps.")

@@ -14,6 +14,47 @@ namespace lumen {
 
 namespace {
 
+// A concat whose inputs each fill one contiguous range of its output (nothing but size-1 dims
+// before the axis: batch 1 along channels) gets its inputs written there directly: they become
+// parts of its buffer, and the concat step has nothing left to do. All inputs or none: each must
+// be an intermediate of its own (no view, no in-place write, not a part already), used once here.
+void place_concat_inputs(const ExecutionStep &step, const std::vector<ValueInfo> &slot_info,
+                         const std::vector<int> &buffer_of,
+                         std::vector<BufferLifetime> &lifetimes) {
+  if (step.schema->name != "concat" || step.outputs.size() != 1) return;
+  const int whole = buffer_of[step.outputs[0]];
+  if (whole < 0) return;
+  const Shape &shape = slot_info[step.outputs[0]].shape;
+  const int64_t rank = static_cast<int64_t>(shape.rank());
+  int64_t axis = step.attrs.get_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return;
+  for (int64_t d = 0; d < axis; ++d)
+    if (shape[d] != 1) return;
+  std::vector<int> parts;
+  for (int in : step.inputs) {
+    const int b = in >= 0 ? buffer_of[in] : -1;
+    if (b < 0 || std::find(parts.begin(), parts.end(), b) != parts.end()) return;
+    const BufferLifetime &life = lifetimes[b];
+    if (life.view_of >= 0 || life.in_place_of >= 0 || life.part_of >= 0 ||
+        life.memory_space != lifetimes[whole].memory_space ||
+        slot_info[in].dtype != slot_info[step.outputs[0]].dtype)
+      return;
+    for (const BufferLifetime &other : lifetimes)  // nothing overwrites or views it
+      if (other.view_of == b || other.in_place_of == b) return;
+    parts.push_back(b);
+  }
+  // Every part must start on an aligned offset, like any buffer of the arena.
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    if (lifetimes[parts[i]].bytes % MemoryPlan::kAlignment != 0) return;
+  size_t offset = 0;
+  for (int b : parts) {
+    lifetimes[b].part_of = whole;
+    lifetimes[b].part_offset = offset;
+    offset += lifetimes[b].bytes;
+  }
+}
+
 // Intermediates are the slots produced by a step that are not graph outputs.
 // `slot_static`: the slot's shape is known at compile time.
 void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
@@ -58,6 +99,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
       slot_of_buffer.push_back(out);
       lifetimes.push_back(life);
     }
+    place_concat_inputs(step, impl.slot_info, buffer_of, lifetimes);
   }
   // One arena per run for now: every backend allocates host memory.
   if (spaces.size() > 1) return;
@@ -71,11 +113,19 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
   impl.slot_offset.assign(num_slots, -1);
   for (size_t b = 0; b < lifetimes.size(); ++b)
     impl.slot_offset[slot_of_buffer[b]] = static_cast<int64_t>(plan.offsets[b]);
-  // A view whose output landed on its input's bytes has nothing left to do at run time.
+  // A view whose output landed on its input's bytes has nothing left to do at run time, nor has
+  // a concat whose inputs are all parts of its output.
   for (ExecutionStep &step : impl.steps) {
     const int in = step.inputs.empty() ? -1 : step.inputs[0];
     step.skip = step.schema->view && in >= 0 && impl.slot_offset[in] >= 0 &&
                 impl.slot_offset[in] == impl.slot_offset[step.outputs[0]];
+    if (step.schema->name == "concat" && !step.outputs.empty() && buffer_of[step.outputs[0]] >= 0) {
+      const int whole = buffer_of[step.outputs[0]];
+      step.skip = !step.inputs.empty();
+      for (int s : step.inputs)
+        step.skip =
+            step.skip && s >= 0 && buffer_of[s] >= 0 && lifetimes[buffer_of[s]].part_of == whole;
+    }
   }
   impl.arena_bytes = plan.spaces.empty() ? 0 : plan.spaces[0].planned_bytes;
   impl.memory.planned = true;
@@ -88,6 +138,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
       if (life.memory_space == static_cast<int>(sp)) ++report.num_values;
     report.in_place = plan.in_place;
     report.views = plan.views;
+    report.concat_parts = plan.parts;
     impl.memory.spaces.push_back(report);
   }
 }

@@ -71,12 +71,46 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
     if (b.first_step < 0 || b.last_step < b.first_step || b.memory_space < 0)
       fail("memory plan: buffer ", i, " has an invalid lifetime [", b.first_step, ", ", b.last_step,
            "] in space ", b.memory_space);
-    if (b.in_place_of >= static_cast<int>(n) || b.view_of >= static_cast<int>(n))
+    if (b.in_place_of >= static_cast<int>(n) || b.view_of >= static_cast<int>(n) ||
+        b.part_of >= static_cast<int>(n))
       fail("memory plan: buffer ", i, " names a buffer out of ", n);
     num_spaces = std::max(num_spaces, b.memory_space + 1);
   }
   MemoryPlan plan;
   plan.spaces.resize(static_cast<size_t>(num_spaces));
+
+  // Parts: each resolves to its outermost buffer (the root) and its offset there; a root's
+  // lifetime grows to cover its parts'.
+  std::vector<int> root(n);
+  std::vector<size_t> root_offset(n, 0);
+  std::vector<bool> has_parts(n, false);
+  std::vector<int64_t> first(n), last(n);
+  for (size_t i = 0; i < n; ++i) {
+    first[i] = buffers[i].first_step;
+    last[i] = buffers[i].last_step;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int r = static_cast<int>(i);
+    size_t offset = 0;
+    for (size_t hops = 0; buffers[r].part_of >= 0; ++hops) {
+      const BufferLifetime &part = buffers[r];
+      const BufferLifetime &whole = buffers[part.part_of];
+      if (hops == n || part.memory_space != whole.memory_space || part.part_offset > whole.bytes ||
+          part.bytes > whole.bytes - part.part_offset)
+        fail("memory plan: buffer ", r, " is not a part of buffer ", part.part_of);
+      offset += part.part_offset;
+      r = part.part_of;
+    }
+    root[i] = r;
+    root_offset[i] = offset;
+    if (r != static_cast<int>(i)) {
+      has_parts[r] = true;
+      first[r] = std::min(first[r], buffers[i].first_step);
+      last[r] = std::max(last[r], buffers[i].last_step);
+    }
+  }
+  // Links to or from buffers with parts are dropped: their bytes are not theirs alone.
+  auto linkable = [&](int b) { return b >= 0 && buffers[b].part_of < 0 && !has_parts[b]; };
 
   // In-place chains: a buffer joins the block of the buffer it overwrites.
   std::vector<int> block_of(n, -1);
@@ -93,7 +127,12 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
     const size_t bytes = align_up(b.bytes);
     plan.spaces[b.memory_space].naive_bytes =
         add_bytes(plan.spaces[b.memory_space].naive_bytes, bytes, "naive bytes");
-    const int base = b.view_of;
+    if (b.part_of >= 0) {
+      ++plan.parts;
+      continue;  // placed with its root below
+    }
+    const bool own = linkable(static_cast<int>(i));
+    const int base = own && linkable(b.view_of) ? b.view_of : -1;
     if (base >= 0 && block_of[base] >= 0 && buffers[base].memory_space == b.memory_space &&
         align_up(buffers[base].bytes) >= bytes) {
       block_of[i] = block_of[base];
@@ -101,7 +140,7 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
       ++plan.views;
       continue;
     }
-    const int src = b.in_place_of;
+    const int src = own && linkable(b.in_place_of) ? b.in_place_of : -1;
     if (src >= 0 && !taken_over[src] && block_of[src] >= 0 &&
         buffers[src].last_step == b.first_step && buffers[src].memory_space == b.memory_space &&
         align_up(buffers[src].bytes) >= bytes && blocks[block_of[src]].last == b.first_step) {
@@ -112,8 +151,10 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
       continue;
     }
     block_of[i] = static_cast<int>(blocks.size());
-    blocks.push_back({b.first_step, b.last_step, bytes, b.memory_space});
+    blocks.push_back({first[i], last[i], bytes, b.memory_space});
   }
+  for (size_t i = 0; i < n; ++i)
+    if (buffers[i].part_of >= 0) block_of[i] = block_of[root[i]];
 
   // Lower bound: the most bytes alive at any step, per space.
   std::vector<std::pair<int64_t, int64_t>> events;  // (step, +bytes at first / -bytes after last)
@@ -156,7 +197,7 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime> &buffers) {
   }
   for (int s = 0; s < num_spaces; ++s) plan.spaces[s].planned_bytes = best_arena[s];
   plan.offsets.resize(n);
-  for (size_t i = 0; i < n; ++i) plan.offsets[i] = block_offset[block_of[i]];
+  for (size_t i = 0; i < n; ++i) plan.offsets[i] = block_offset[block_of[i]] + root_offset[i];
   return plan;
 }
 

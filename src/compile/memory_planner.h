@@ -21,6 +21,13 @@ struct BufferLifetime {
   // Index of a buffer this one is a view of (a reshape: the same bytes under another shape). It
   // shares that buffer's block, which then lives until both are dead.
   int view_of = -1;
+  // Index of a buffer this one is a part of: bytes [part_offset, part_offset + bytes) of it (a
+  // concat's input written straight into the concat's output, so the concat copies nothing).
+  // Parts may nest. The outermost buffer's block then lives from the first write of any of its
+  // parts to the last read of any; it and its parts neither overwrite nor view other buffers, and
+  // no buffer overwrites or views a part.
+  int part_of = -1;
+  size_t part_offset = 0;
 };
 
 struct MemorySpacePlan {
@@ -35,6 +42,7 @@ struct MemoryPlan {
   std::vector<MemorySpacePlan> spaces;      // indexed by memory_space
   size_t in_place = 0;                      // buffers written over their input's block
   size_t views = 0;                         // buffers sharing a block as views
+  size_t parts = 0;                         // buffers placed inside another (concat inputs)
 };
 
 // Greedy placement: each buffer goes to the best-fitting gap among the placed buffers that overlap

@@ -221,7 +221,7 @@ std::string MemoryReport::to_string() const {
     out << "memory " << s.space << ": naive " << mib(s.naive_bytes) << " MiB, planned "
         << mib(s.planned_bytes) << " MiB, lower bound " << mib(s.lower_bound_bytes) << " MiB ("
         << s.num_values << " values, " << s.in_place << " written in place, " << s.views
-        << " views)\n";
+        << " views, " << s.concat_parts << " concat parts)\n";
   }
   return out.str();
 }

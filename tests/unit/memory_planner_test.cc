@@ -118,6 +118,43 @@ TEST(MemoryPlanner, RejectsInvalidLifetimes) {
   EXPECT_EQ(plan_memory({}).spaces.size(), 0u);
 }
 
+TEST(MemoryPlanner, PartsSitInsideTheirRootWhichLivesAsLongAsThey) {
+  // a and b are written at steps 0 and 1 straight into c (a concat at step 2), c into e (another
+  // concat at step 4, after d); a is still read at step 5. f, alive at steps 0-5, and g, which
+  // would overwrite c in place at its last read, must stay out of e's block.
+  std::vector<BufferLifetime> buffers{
+      {.first_step = 0, .last_step = 5, .bytes = 256, .part_of = 2, .part_offset = 0},    // a
+      {.first_step = 1, .last_step = 2, .bytes = 256, .part_of = 2, .part_offset = 256},  // b
+      {.first_step = 2, .last_step = 4, .bytes = 512, .part_of = 4, .part_offset = 0},    // c
+      {.first_step = 3, .last_step = 4, .bytes = 128, .part_of = 4, .part_offset = 512},  // d
+      {.first_step = 4, .last_step = 6, .bytes = 640},                                    // e
+      {.first_step = 0, .last_step = 5, .bytes = 640},                                    // f
+      {.first_step = 6, .last_step = 7, .bytes = 640, .in_place_of = 4}};                 // g
+  const MemoryPlan plan = plan_memory(buffers);
+  EXPECT_EQ(plan.parts, 4u);
+  EXPECT_EQ(plan.in_place, 0u);
+  const size_t e = plan.offsets[4];
+  EXPECT_EQ(plan.offsets[0], e);
+  EXPECT_EQ(plan.offsets[1], e + 256);
+  EXPECT_EQ(plan.offsets[2], e);
+  EXPECT_EQ(plan.offsets[3], e + 512);
+  // e's block is busy from step 0 (a's write) to 6: f overlaps it in time, so not in memory; g
+  // cannot take it over.
+  EXPECT_TRUE(plan.offsets[5] + 640 <= e || e + 640 <= plan.offsets[5]);
+  EXPECT_TRUE(plan.offsets[6] + 640 <= e || e + 640 <= plan.offsets[6]);
+  EXPECT_EQ(plan.spaces[0].lower_bound_bytes, 2u * 640);
+}
+
+TEST(MemoryPlanner, RejectsPartsThatDoNotFit) {
+  std::vector<BufferLifetime> buffers{
+      {.first_step = 0, .last_step = 1, .bytes = 256, .part_of = 1, .part_offset = 128},
+      {.first_step = 1, .last_step = 2, .bytes = 256}};
+  EXPECT_THROW(plan_memory(buffers), Error);
+  buffers[0].part_offset = 0;
+  buffers[1].part_of = 0;  // a cycle
+  EXPECT_THROW(plan_memory(buffers), Error);
+}
+
 }  // namespace
 }  // namespace lumen
 
