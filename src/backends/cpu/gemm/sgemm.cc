@@ -239,21 +239,21 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   int64_t parts = gemm_threads(pool, m, n, k);
   if (options.max_threads > 0) parts = std::min(parts, options.max_threads);
   const int64_t panels_m = (m + uk.mr - 1) / uk.mr, panels_n = (n + uk.nr - 1) / uk.nr;
-  // Split rows or columns, whichever costs the busiest thread less: its tiles, plus the bytes it
-  // streams. Splitting columns makes every thread read all of A (and pack its own slice of B);
-  // splitting rows, all of B. A large prepacked A (a conv's weights against a 7x7 map) is read
-  // once in total only if the rows are split. Operands packed on the fly count twice (read and
-  // written); a byte costs about as much as 8 flops.
+  // Split rows or columns, whichever costs the busiest thread less: its tiles, plus the operand
+  // bytes it handles. Splitting columns makes every thread handle all of A (and its own slice of
+  // B); splitting rows, all of B. An operand packed on the fly costs each thread that packs it
+  // about 16 flops a byte (an im2col gather more than a copy), and every thread packs its own; a
+  // prepacked or in-place operand is only streamed, about 2 flops a byte, and threads reading the
+  // same bytes share them in L3.
   const double tile_flops = 2.0 * uk.mr * uk.nr * double(k);
-  const double a_bytes = 4.0 * double(m) * double(k) * (a.prepacked() ? 1 : 2);
   const bool b_read_once = b.prepacked() || (uk.run_in_place && b.in_place());
-  const double b_bytes = 4.0 * double(k) * double(n) * (b_read_once ? 1 : 2);
-  constexpr double kFlopsPerByte = 8;
+  const double a_cost = 4.0 * double(m) * double(k) * (a.prepacked() ? 2 : 16);
+  const double b_cost = 4.0 * double(k) * double(n) * (b_read_once ? 2 : 16);
   const auto busiest = [&](int64_t split, int64_t other) {
     return double((split + parts - 1) / parts * other) * tile_flops;
   };
-  const double cost_m = busiest(panels_m, panels_n) + kFlopsPerByte * (a_bytes / parts + b_bytes);
-  const double cost_n = busiest(panels_n, panels_m) + kFlopsPerByte * (a_bytes + b_bytes / parts);
+  const double cost_m = busiest(panels_m, panels_n) + a_cost / parts + b_cost;
+  const double cost_n = busiest(panels_n, panels_m) + a_cost + b_cost / parts;
   const bool split_n = cost_n < cost_m;
   const int64_t panels = split_n ? panels_n : panels_m;
   parts = std::min(parts, panels);
