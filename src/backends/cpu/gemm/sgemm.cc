@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "backends/cpu/ukernels/f32_pack.h"
+#include "core/cpu_isa.h"
 #include "lumen/error.h"
 
 namespace lumen::cpu {
@@ -134,6 +136,15 @@ PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int 
       }
     } else {
       const float *src = a_ + r0 * ld_ + k0;
+#if defined(__x86_64__) && defined(__GNUC__)
+      // A transpose: one gather per panel step instead of `rows` scalar copies (9% of a 1024
+      // matmul was spent here).
+      static const bool gather = vec::cpu_isa() == vec::Isa::Avx512;
+      if (gather && mr <= 16 && ld_ <= INT32_MAX / 16) {
+        ukernels::f32_pack_rows__avx512(src, ld_, rows, kc, mr, dst);
+        continue;
+      }
+#endif
       for (int64_t p = 0; p < kc; ++p, dst += mr) {
         for (int r = 0; r < rows; ++r) dst[r] = src[r * ld_ + p];
         std::fill(dst + rows, dst + mr, 0.0f);
