@@ -16,7 +16,13 @@ namespace {
 // block and the A block once per (n, k, m) block: nc = 512 keeps the B block in L2 too (512 KiB),
 // which pays off when A has few rows (convs with 64-128 output channels); a large plain A is
 // repacked for every nc block, so it gets a wide nc (B then lives in L3).
-constexpr int64_t kDepthBlock = 256;                    // kc
+constexpr int64_t kDepthBlock = 256;  // kc, at most
+// The depth blocks of a GEMM of depth k: as few as kDepthBlock allows, all the same size (a
+// depth of 288 runs as 2 x 144, not 256 + a 32-step block that hardly amortizes its C tile).
+int64_t depth_block(int64_t k) {
+  const int64_t blocks = std::max<int64_t>(1, (k + kDepthBlock - 1) / kDepthBlock);
+  return std::max<int64_t>(1, (k + blocks - 1) / blocks);
+}
 constexpr int64_t kRowBlock = 384;                      // mc, rounded to a multiple of mr
 int64_t column_block(int64_t rows, bool a_prepacked) {  // nc, a multiple of every nr
   return a_prepacked || rows <= 1024 ? 512 : 4096;
@@ -74,7 +80,7 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   const int64_t row_block = round_up(kRowBlock, mr);
   const int64_t col_block = column_block(m_end - m_begin, a.prepacked());
   Workspace &ws = thread_workspace();
-  const int64_t depth = std::min(kDepthBlock, k);
+  const int64_t depth = depth_block(k);
   const InPlaceRows *b_rows = uk.run_in_place ? b.in_place() : nullptr;
   float *a_buffer = a.prepacked()
                         ? nullptr
@@ -86,8 +92,8 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                               round_up(std::min(col_block, n_end - n_begin), nr) * depth));
   for (int64_t n0 = n_begin; n0 < n_end; n0 += col_block) {
     const int64_t nc = std::min(col_block, n_end - n0);
-    for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
-      const int64_t kc = std::min(kDepthBlock, k - k0);
+    for (int64_t k0 = 0; k0 < k; k0 += depth) {
+      const int64_t kc = std::min(depth, k - k0);
       const bool accumulate = options.accumulate || k0 > 0;
       const PanelBlock bp = b_rows ? PanelBlock{} : b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
@@ -201,8 +207,9 @@ template <class Source>
 std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_t k, int width) {
   const int64_t panels = (extent + width - 1) / width;
   auto data = aligned_floats(static_cast<size_t>(checked_mul(checked_mul(panels, k), width)));
-  for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
-    const int64_t kc = std::min(kDepthBlock, k - k0);
+  const int64_t depth = depth_block(k);
+  for (int64_t k0 = 0; k0 < k; k0 += depth) {
+    const int64_t kc = std::min(depth, k - k0);
     float *dst = data.get() + k0 * panels * width;
     const PanelBlock block = source.panels(0, extent, k0, kc, width, dst);
     if (block.data != dst)
@@ -214,7 +221,8 @@ std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_
 // The panels of depth block [k0, k0 + kc) starting at panel `first`.
 PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width, int64_t first,
                         int64_t k0, int64_t kc) {
-  if (k0 % kDepthBlock != 0 || kc != std::min(kDepthBlock, k - k0))
+  const int64_t depth = depth_block(k);
+  if (k0 % depth != 0 || kc != std::min(depth, k - k0))
     fail("packed GEMM operand: depth block [", k0, ", ", k0 + kc, ") is not one it was packed in");
   const int64_t panels = (extent + width - 1) / width;
   return {data + k0 * panels * width + first * kc * width, kc * width};
@@ -260,8 +268,10 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   const bool b_read_once = b.prepacked() || (uk.run_in_place && b.in_place());
   const double a_cost = 4.0 * double(m) * double(k) * (a.prepacked() ? 2 : 16);
   const double b_cost = 4.0 * double(k) * double(n) * (b_read_once ? 2 : 16);
+  // The busiest thread's tiles: its share, plus half a panel row or column for the uneven last
+  // share (so ties go to the finer split: 84 row panels balance better than 6 column panels).
   const auto busiest = [&](int64_t split, int64_t other) {
-    return double((split + parts - 1) / parts * other) * tile_flops;
+    return (double(split / parts) + (split % parts ? 1.0 : 0.5)) * double(other) * tile_flops;
   };
   const double cost_m = busiest(panels_m, panels_n) + a_cost / parts + b_cost;
   const double cost_n = busiest(panels_n, panels_m) + a_cost + b_cost / parts;

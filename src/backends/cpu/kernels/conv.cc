@@ -132,7 +132,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     // Stride-1 convs: the GEMM runs on the padded grid into a scratch matrix, and the finish
     // hook copies each block's valid columns into y through the epilogue.
     if (padded_grid) {
-      const cpu::PaddedImage image(p, xg);
+      const cpu::PaddedImage image(ctx.pool, p, xg);
       const int64_t wp = image.grid_width(), columns = image.columns();
       Tensor scratch = Tensor::empty(Shape{checked_mul(p.mg, columns)}, DType::Float32);
       float *t = scratch.data<float>();

@@ -9,14 +9,15 @@
 
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernels/conv_params.h"
+#include "core/thread_pool.h"
 #include "lumen/tensor.h"
 
 namespace lumen::cpu {
 
 class PaddedImage {
  public:
-  // Copies the group's input channels (starting at `x`) into a zero-padded buffer.
-  PaddedImage(const ConvParams &p, const float *x);
+  // Copies the group's input channels (starting at `x`) into a zero-padded buffer, over `pool`.
+  PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x);
 
   // Whether the padded grid applies to this conv and costs few extra columns: with `kernel`
   // reading B in place, few extra column tiles; otherwise (packing), at most ~10% extra columns.
