@@ -64,6 +64,13 @@ int64_t round_up(int64_t v, int64_t multiple) {
   return (v + multiple - 1) / multiple * multiple;
 }
 
+// One step of a packed panel whose values are contiguous in the source: `count` of them, then
+// zeros up to the panel width.
+void copy_step(float *dst, const float *src, int64_t count, int width) {
+  std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
+  std::fill(dst + count, dst + width, 0.0f);
+}
+
 // One thread's share of C: rows [m_begin, m_end) x columns [n_begin, n_end).
 void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end, int64_t k,
                   const GemmA &a, const GemmB &b, float *c, int64_t ldc, const GemmOptions &options,
@@ -135,11 +142,8 @@ PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int 
     const int rows = static_cast<int>(std::min<int64_t>(mr, m0 + mc - r0));
     float *dst = buffer + i * kc * mr;
     if (trans_) {
-      for (int64_t p = 0; p < kc; ++p, dst += mr) {
-        const float *src = a_ + (k0 + p) * ld_ + r0;
-        std::memcpy(dst, src, static_cast<size_t>(rows) * sizeof(float));
-        std::fill(dst + rows, dst + mr, 0.0f);
-      }
+      for (int64_t p = 0; p < kc; ++p, dst += mr)
+        copy_step(dst, a_ + (k0 + p) * ld_ + r0, rows, mr);
     } else {
       const float *src = a_ + r0 * ld_ + k0;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -166,11 +170,8 @@ PanelBlock RowTableB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int
     const int64_t c0 = n0 + j * nr;
     const int64_t cols = std::min<int64_t>(nr, n0 + nc - c0);
     float *dst = buffer + j * kc * nr;
-    for (int64_t p = 0; p < kc; ++p, dst += nr) {
-      std::memcpy(dst, rows_.base + offsets_[k0 + p] + c0,
-                  static_cast<size_t>(cols) * sizeof(float));
-      std::fill(dst + cols, dst + nr, 0.0f);
-    }
+    for (int64_t p = 0; p < kc; ++p, dst += nr)
+      copy_step(dst, rows_.base + offsets_[k0 + p] + c0, cols, nr);
   }
   return {buffer, kc * nr};
 }
@@ -189,10 +190,7 @@ PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int 
       }
     } else {
       const float *src = b_ + k0 * ld_ + c0;
-      for (int64_t p = 0; p < kc; ++p, dst += nr, src += ld_) {
-        std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
-        std::fill(dst + cols, dst + nr, 0.0f);
-      }
+      for (int64_t p = 0; p < kc; ++p, dst += nr, src += ld_) copy_step(dst, src, cols, nr);
     }
   }
   return {buffer, kc * nr};
