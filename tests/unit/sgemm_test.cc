@@ -35,7 +35,8 @@ std::vector<Case> cases() {
           {12, 32, 16},        {13, 33, 17},
           {25, 70, 600},       {200, 45, 31},
           {7, 1100, 40, true}, {300, 17, 520, false, true},
-          {64, 64, 0},         {33, 65, 129, true, true}};
+          {64, 64, 0},         {33, 65, 129, true, true},
+          {30, 40, 1100}};  // past the deep blocks of a prepacked B alone (2 x 550)
 }
 
 // C = op(A) op(B) in float64.

@@ -17,19 +17,38 @@ namespace {
 // which pays off when A has few rows (convs with 64-128 output channels); a large plain A is
 // repacked for every nc block, so it gets a wide nc (B then lives in L3).
 constexpr int64_t kDepthBlock = 256;  // kc, at most
-// The depth blocks of a GEMM of depth k: as few as kDepthBlock allows, all the same size (a
-// depth of 288 runs as 2 x 144, not 256 + a 32-step block that hardly amortizes its C tile).
-int64_t depth_block(int64_t k) {
-  const int64_t blocks = std::max<int64_t>(1, (k + kDepthBlock - 1) / kDepthBlock);
-  return std::max<int64_t>(1, (k + blocks - 1) / blocks);
+// A prepacked B (a MatMul's weights) is only streamed: no per-thread B block has to stay in L2,
+// so its depth blocks go four times as deep (B micro-panels stream from L2/L3 in order, which the
+// prefetchers follow), which quarters the passes over C: a 4096 GEMM reloads all 64 MiB of C
+// once per depth block (1 thread: 68% of peak at 256, 86% at 512, 94% at 1024).
+constexpr int64_t kStreamedDepthBlock = 1024;
+int64_t round_up(int64_t v, int64_t multiple) {
+  return (v + multiple - 1) / multiple * multiple;
 }
-constexpr int64_t kRowBlock = 384;                      // mc, rounded to a multiple of mr
+// Blocks of at most about `most` (rounded up to a multiple of `multiple`) covering `extent`, as
+// few as that allows and all the same size: a depth of 288 runs as 2 x 144, not 256 + a 32-step
+// block that hardly amortizes its C tile; a thread's 516 rows as 2 x 264, not 384 + 132 rows that
+// reuse each B micro-panel a third as often.
+int64_t even_block(int64_t extent, int64_t most, int64_t multiple) {
+  const int64_t blocks = std::max<int64_t>(1, (extent + most - 1) / most);
+  const int64_t size = (extent + blocks - 1) / blocks;
+  return round_up(size, multiple);
+}
+int64_t depth_block(int64_t k, int64_t most) {
+  return even_block(k, most, 1);
+}
+// mc: at most 384 rows, fewer for deep blocks so the packed A block stays within ~768 KiB of L2.
+constexpr int64_t kRowBlock = 384;
+constexpr int64_t kRowBlockFloats = 192 * 1024;
 int64_t column_block(int64_t rows, bool a_prepacked) {  // nc, a multiple of every nr
   return a_prepacked || rows <= 1024 ? 512 : 4096;
 }
 // The finish hook gets blocks of about mc x 256 (L2-sized) right after their last product.
 constexpr int64_t kFinishColumns = 256;
 constexpr double kMinMacsPerThread = 128.0 * 1024.0;
+// What a shared operand may take of L3 (32 MiB on the 2-core machines this was tuned on) and
+// still be read by every thread's chunks from there.
+constexpr double kSharedOperandCachedBytes = 8.0 * 1024 * 1024;
 
 std::shared_ptr<float[]> aligned_floats(size_t count) {
   constexpr std::align_val_t kAlign{64};
@@ -60,10 +79,6 @@ Workspace &thread_workspace() {
   return workspace;
 }
 
-int64_t round_up(int64_t v, int64_t multiple) {
-  return (v + multiple - 1) / multiple * multiple;
-}
-
 // One step of a packed panel whose values are contiguous in the source: `count` of them, then
 // zeros up to the panel width.
 void copy_step(float *dst, const float *src, int64_t count, int width) {
@@ -84,10 +99,14 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
     return;
   }
   const int64_t mr = uk.mr, nr = uk.nr;
-  const int64_t row_block = round_up(kRowBlock, mr);
-  const int64_t col_block = column_block(m_end - m_begin, a.prepacked());
+  // Deep blocks for a streamed B, unless A is prepacked (PackedA holds blocks of kDepthBlock).
+  const int64_t depth =
+      depth_block(k, b.prepacked() && !a.prepacked() ? kStreamedDepthBlock : kDepthBlock);
+  const int64_t row_block =
+      even_block(m_end - m_begin, std::clamp<int64_t>(kRowBlockFloats / depth, mr, kRowBlock), mr);
+  const int64_t col_block =
+      even_block(n_end - n_begin, column_block(m_end - m_begin, a.prepacked()), nr);
   Workspace &ws = thread_workspace();
-  const int64_t depth = depth_block(k);
   const InPlaceRows *b_rows = uk.run_in_place ? b.in_place() : nullptr;
   float *a_buffer = a.prepacked()
                         ? nullptr
@@ -200,12 +219,12 @@ namespace {
 
 // Packs a whole operand depth block by depth block: block k0 holds every panel's kc slice, one
 // after another, so the block the GEMM walks is one contiguous stream (prefetchers follow it
-// across pages) instead of panel slices a whole depth apart.
+// across pages) instead of panel slices a whole depth apart. With depth = k, panel by panel.
 template <class Source>
-std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_t k, int width) {
+std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_t k, int width,
+                                    int64_t depth) {
   const int64_t panels = (extent + width - 1) / width;
   auto data = aligned_floats(static_cast<size_t>(checked_mul(checked_mul(panels, k), width)));
-  const int64_t depth = depth_block(k);
   for (int64_t k0 = 0; k0 < k; k0 += depth) {
     const int64_t kc = std::min(depth, k - k0);
     float *dst = data.get() + k0 * panels * width;
@@ -216,32 +235,43 @@ std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_
   return data;
 }
 
-// The panels of depth block [k0, k0 + kc) starting at panel `first`.
-PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width, int64_t first,
-                        int64_t k0, int64_t kc) {
-  const int64_t depth = depth_block(k);
-  if (k0 % depth != 0 || kc != std::min(depth, k - k0))
-    fail("packed GEMM operand: depth block [", k0, ", ", k0 + kc, ") is not one it was packed in");
+// The panels of depth range [k0, k0 + kc) starting at panel `first`, from an operand packed in
+// depth blocks of `depth`: any range within one packed block.
+PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width, int64_t depth,
+                        int64_t first, int64_t k0, int64_t kc) {
+  const int64_t block_k0 = k0 - k0 % depth, block_kc = std::min(depth, k - block_k0);
+  if (kc <= 0 || k0 + kc > block_k0 + block_kc)
+    fail("packed GEMM operand: depth range [", k0, ", ", k0 + kc, ") crosses the blocks of ", depth,
+         " it was packed in");
   const int64_t panels = (extent + width - 1) / width;
-  return {data + k0 * panels * width + first * kc * width, kc * width};
+  return {data + block_k0 * panels * width + first * block_kc * width + (k0 - block_k0) * width,
+          block_kc * width};
 }
 
 }  // namespace
 
 PackedA::PackedA(const GemmA &source, int64_t m, int64_t k, const F32GemmMicrokernel &kernel)
-    : m_(m), k_(k), mr_(kernel.mr), data_(pack_whole(source, m, k, kernel.mr)) {}
+    : m_(m),
+      k_(k),
+      mr_(kernel.mr),
+      depth_(depth_block(k, kDepthBlock)),
+      data_(pack_whole(source, m, k, kernel.mr, depth_)) {}
 
 PanelBlock PackedA::panels(int64_t m0, int64_t, int64_t k0, int64_t kc, int mr, float *) const {
   if (mr != mr_ || m0 % mr_ != 0) fail("PackedA: packed for mr=", mr_, ", asked for mr=", mr);
-  return packed_block(data_.get(), m_, k_, mr_, m0 / mr_, k0, kc);
+  return packed_block(data_.get(), m_, k_, mr_, depth_, m0 / mr_, k0, kc);
 }
 
 PackedB::PackedB(const GemmB &source, int64_t k, int64_t n, const F32GemmMicrokernel &kernel)
-    : k_(k), n_(n), nr_(kernel.nr), data_(pack_whole(source, n, k, kernel.nr)) {}
+    : k_(k),
+      n_(n),
+      nr_(kernel.nr),
+      depth_(std::max<int64_t>(k, 1)),
+      data_(pack_whole(source, n, k, kernel.nr, depth_)) {}
 
 PanelBlock PackedB::panels(int64_t n0, int64_t, int64_t k0, int64_t kc, int nr, float *) const {
   if (nr != nr_ || n0 % nr_ != 0) fail("PackedB: packed for nr=", nr_, ", asked for nr=", nr);
-  return packed_block(data_.get(), n_, k_, nr_, n0 / nr_, k0, kc);
+  return packed_block(data_.get(), n_, k_, nr_, depth_, n0 / nr_, k0, kc);
 }
 
 int64_t gemm_threads(const ThreadPool &pool, int64_t m, int64_t n, int64_t k) {
@@ -280,8 +310,11 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   // Threads take chunks as they go rather than one fixed share each, so a thread slowed by
   // something else (a busy sibling core) hands work to the others instead of holding them up.
   // Every chunk reads all of the operand that is not split; that costs nothing extra only when
-  // that operand needs no packing, so otherwise each thread gets one chunk.
-  const bool shared_operand_free = split_n ? a.prepacked() : b_read_once;
+  // that operand needs no packing and stays in L3 between chunks, so otherwise each thread gets
+  // one chunk (a 4096 GEMM's 64 MiB B streamed from memory once per chunk: 408 -> 450 GFLOP/s).
+  const double shared_bytes = 4.0 * double(k) * double(split_n ? m : n);
+  const bool shared_operand_free =
+      (split_n ? a.prepacked() : b_read_once) && shared_bytes <= kSharedOperandCachedBytes;
   constexpr int64_t kChunksPerThread = 4;
   if (shared_operand_free) parts = std::min(panels, parts * kChunksPerThread);
   pool.parallel_for(parts, 1, [&](int64_t begin, int64_t end) {

@@ -100,7 +100,9 @@ class RowTableB final : public GemmB {
   InPlaceRows rows_;
 };
 
-// An operand packed whole, once (constant weights): blocks are views into it, no copying.
+// An operand packed whole, once (constant weights): blocks are views into it, no copying. A PackedA
+// is laid out in the GEMM's depth blocks of up to 256; a PackedB panel by panel over the whole
+// depth, so it serves any depth blocking (deep ones when A is not prepacked, see sgemm.cc).
 class PackedA final : public GemmA {
  public:
   PackedA(const GemmA &source, int64_t m, int64_t k, const F32GemmMicrokernel &kernel);
@@ -113,6 +115,7 @@ class PackedA final : public GemmA {
  private:
   int64_t m_, k_;
   int mr_;
+  int64_t depth_;  // of each packed depth block
   std::shared_ptr<float[]> data_;
 };
 
@@ -128,6 +131,7 @@ class PackedB final : public GemmB {
  private:
   int64_t k_, n_;
   int nr_;
+  int64_t depth_;  // of each packed depth block: all of k
   std::shared_ptr<float[]> data_;
 };
 

@@ -40,6 +40,13 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   };
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
+    // The C tile is read (or written) only after the k loop; asking for its lines now hides their
+    // latency behind the loop (C is often far out of cache: a 4096 GEMM reloads 64 MiB of C per
+    // depth block, and waiting for it cost ~12% of the time).
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVectors; ++v)
+      if (r < m) _mm_prefetch(reinterpret_cast<const char *>(c + r * ldc + 16 * v), _MM_HINT_T0);
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r)
