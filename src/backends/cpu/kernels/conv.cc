@@ -2,7 +2,8 @@
 // (gemm/sgemm.h): Y[mg, oh * ow] = W[mg, cg * kh * kw] * im2col(X). The weights are packed once
 // when the model is compiled (the prepare function below); the im2col matrix is never built
 // whole: the GEMM packs its panels straight from the input (im2col_panels.h), or, for stride-1
-// convs, from a zero-padded copy of the input (padded_image.h); a 1x1 / stride-1 / unpadded conv
+// and shallow stride-2 convs, from a zero-padded copy of the input (padded_image.h, stride 2 split
+// into parity planes so its rows are contiguous); a 1x1 / stride-1 / unpadded conv
 // reads the input as the B matrix it already is. Where the micro-kernel reads B in place, the
 // padded copy needs no packing at all. Convs with one input
 // channel per group (depthwise) run in depthwise_conv.cc. float64 convs run on the reference
@@ -129,8 +130,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       epilogue.apply_scalar_bias(yg + m * out_plane + out, count, bg ? bg[m] : 0.0f,
                                  zg ? zg + m * out_plane + out : nullptr);
     };
-    // Stride-1 convs: the GEMM runs on the padded grid into a scratch matrix, and the finish
-    // hook copies each block's valid columns into y through the epilogue.
+    // Stride-1 convs and shallow stride-2 ones (first layers): the GEMM runs on the padded grid
+    // into a scratch matrix, and the finish hook copies each block's valid columns into y
+    // through the epilogue.
     if (padded_grid) {
       const cpu::PaddedImage image(ctx.pool, p, xg);
       const int64_t wp = image.grid_width(), columns = image.columns();

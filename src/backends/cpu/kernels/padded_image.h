@@ -1,8 +1,14 @@
-// A stride-1 convolution's input as a zero-padded copy, and its im2col matrix as rows of that
-// copy. The output is computed on the padded grid (oh rows of Wp = ow + (kw - 1) * dw columns;
-// the last Wp - ow columns of each row are discarded by the caller), and there row k = (c, a, b)
-// of B is the padded image shifted by c * plane + a * dh * Wp + b * dw: micro-kernels that read B
-// in place need no packing at all, the others pack each panel row with one contiguous copy.
+// A stride-1 or stride-2 convolution's input as a zero-padded copy, and its im2col matrix as rows
+// of that copy. The output is computed on a grid of oh rows of Wp columns, Wp = ow plus what the
+// kernel overhangs; the last Wp - ow columns of each row are discarded by the caller.
+//
+// Stride 1: one padded plane per channel, Wp = ow + (kw - 1) * dw, and row k = (c, a, b) of B is
+// the plane shifted by c * plane + a * dh * Wp + b * dw.
+// Stride 2: each padded plane is split by row and column parity into four planes of
+// (oh + (kh - 1) / 2) x Wp, Wp = ow + (kw - 1) / 2, so that tap (a, b) of every output is at the
+// same offset: plane (a % 2, b % 2), shifted by (a / 2) * Wp + b / 2. Rows of B are contiguous
+// either way: micro-kernels that read B in place need no packing at all, the others pack each
+// panel row with one contiguous copy.
 #pragma once
 
 #include <memory>
@@ -16,11 +22,12 @@ namespace lumen::cpu {
 
 class PaddedImage {
  public:
-  // Copies the group's input channels (starting at `x`) into a zero-padded buffer, over `pool`.
+  // Copies the group's input channels (starting at `x`) into zero-padded planes, over `pool`.
   PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x);
 
   // Whether the padded grid applies to this conv and costs few extra columns: with `kernel`
-  // reading B in place, few extra column tiles; otherwise (packing), at most ~10% extra columns.
+  // reading B in place, few extra column tiles; otherwise (packing, stride 1 only), at most ~10%
+  // extra columns.
   static bool worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel);
   int64_t grid_width() const { return wp_; }  // Wp
   int64_t columns() const { return oh_ * wp_; }
@@ -28,7 +35,7 @@ class PaddedImage {
 
  private:
   int64_t oh_, wp_;
-  Tensor padded_;  // [cg, hp, wp] plus (kw - 1) * dw floats read only by discarded columns
+  Tensor padded_;  // the planes, plus the floats read only by the last row's discarded columns
   std::unique_ptr<RowTableB> b_;
 };
 
