@@ -198,8 +198,8 @@ void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T
 // 3x3 convs on small planes (at most kLanesMaxPlane inputs) with one output channel per input
 // channel run 16 channels at a time, one per vector lane (ukernels/f32_depthwise.h): a 7x7 plane
 // one at a time fills vectors less than half and spends more on its borders than on its taps
-// (MobileNetV2's 960-channel 7x7: 37 -> 29 us in the model). On 28x28 planes the transposes
-// (gathers) cost more than that saves (192 channels: 40 -> 75 us).
+// (MobileNetV2's 960-channel 7x7: 37 -> 29 us in the model's profile at 2 threads). On 28x28
+// planes the transposes (gathers) cost more than that saves (192 channels: 40 -> 75 us).
 constexpr int64_t kLanesMaxPlane = 14 * 14;
 
 template <class T>
