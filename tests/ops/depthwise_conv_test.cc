@@ -1,5 +1,5 @@
 // Depthwise convolution (one input channel per group) on the cpu backend against the reference:
-// the unrolled 3x3 stride-1 and stride-2 paths, 16 channels per vector on small planes, the generic
+// the unrolled 3x3 stride-1 and stride-2 paths, 16 channels per vector (AVX-512), the generic
 // path (other sizes, strides, dilations), channel multipliers, asymmetric padding, planes narrower
 // and wider than one vector, and the fused epilogue (clip as MobileNet's relu6, plus a residual).
 // The cpu kernel sums the nine taps in float32 in another order than the reference (double):
@@ -41,7 +41,8 @@ std::vector<DwCase> cases() {
       {"3x3 s3", 1, 3, 13, 14, 1, 3, 3, {3, 3}, {1, 1, 1, 1}, {1, 1}},
       {"1x7 dilated", 1, 2, 6, 20, 1, 1, 7, {1, 1}, {0, 3, 0, 3}, {1, 2}},
       {"mobilenet-like 112", 1, 4, 112, 112, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
-      // Small planes run 16 channels per vector: full and partial channel blocks.
+      // 16 channels per vector: full and partial channel blocks, several row strips.
+      {"3x3 s2 p1 18 channels 64x64", 1, 18, 64, 64, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s1 p1 40 channels 7x7", 2, 40, 7, 7, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s2 p1 33 channels 14x14", 1, 33, 14, 14, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s2 17 channels 13x14 pads", 1, 17, 13, 14, 1, 3, 3, {2, 2}, {0, 1, 2, 0}, {1, 1}},

@@ -1,13 +1,13 @@
-// Depthwise convolution, one input plane at a time. The plane is first copied into a zero-padded
-// buffer, so the inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 (MobileNet's)
-// then run as one flat loop over the padded width (a few thrown-away columns per row keep the
-// vectors full even on 7x7 planes) with the nine taps summed in registers; for stride 2 the input
-// is copied split by row and column parity instead, so every tap reads contiguous memory. Other
-// shapes run row by row, tap by tap. The zero borders are written once per thread and call, only
-// the inside per plane. The epilogue runs on each finished row (or block of narrow rows) while it
-// is in L1. 1x1 kernels are a per-channel affine map. 3x3 kernels on small planes (7x7, 14x14)
-// instead run 16 channels at a time, one per vector lane. Parallel over input planes (n, c), each
-// producing its p.mg output planes.
+// Depthwise convolution. With AVX-512, float 3x3 kernels (stride 1 or 2, one output per input
+// channel) run 16 channels at a time, one per vector lane (channels_in_lanes below). Otherwise one
+// input plane at a time: the plane is first copied into a zero-padded buffer, so the inner loops
+// have no bounds checks. 3x3 kernels with stride 1 or 2 then run as one flat loop over the padded
+// width (a few thrown-away columns per row keep the vectors full even on 7x7 planes) with the nine
+// taps summed in registers; for stride 2 the input is copied split by row and column parity
+// instead, so every tap reads contiguous memory. Other shapes run row by row, tap by tap. The zero
+// borders are written once per thread and call, only the inside per plane. The epilogue runs on
+// each finished row (or block of narrow rows) while it is in L1. 1x1 kernels are a per-channel
+// affine map. Parallel over input planes (n, c), each producing its p.mg output planes.
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
@@ -195,13 +195,10 @@ void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T
                     });
 }
 
-// 3x3 convs on small planes (at most kLanesMaxPlane inputs) with one output channel per input
-// channel run 16 channels at a time, one per vector lane (ukernels/f32_depthwise.h): a 7x7 plane
-// one at a time fills vectors less than half and spends more on its borders than on its taps
-// (MobileNetV2's 960-channel 7x7: 37 -> 29 us in the model's profile at 2 threads). On 28x28
-// planes the transposes (gathers) cost more than that saves (192 channels: 40 -> 75 us).
-constexpr int64_t kLanesMaxPlane = 14 * 14;
-
+// 3x3 convs with one output channel per input channel run 16 channels at a time, one per vector
+// lane (ukernels/f32_depthwise.h): one plane at a time fills vectors less than half on 7x7 planes
+// and spends more on borders than on taps. In MobileNetV2 at 2 threads (profile medians): 192
+// channels s2 28x28 33 -> 19 us, 960 channels 7x7 37 -> 20 us, 112x112 planes about even.
 template <class T>
 bool channels_in_lanes(ThreadPool &, const ConvParams &, const T *, const T *, const T *, const T *,
                        const Epilogue<T> &, T *) {
@@ -214,8 +211,7 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                        float *y) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (vec::cpu_isa() != vec::Isa::Avx512 || p.mg != 1 || p.kh != 3 || p.kw != 3 || p.dh != 1 ||
-      p.dw != 1 || p.sh != p.sw || (p.sh != 1 && p.sh != 2) || p.pt < 0 || p.pl < 0 ||
-      p.h * p.w > kLanesMaxPlane)
+      p.dw != 1 || p.sh != p.sw || (p.sh != 1 && p.sh != 2) || p.pt < 0 || p.pl < 0)
     return false;
   const int64_t blocks = ceil_div(p.c, 16), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
   const bool has_epilogue = residual || epilogue.has_activation();
