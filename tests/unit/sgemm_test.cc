@@ -159,6 +159,43 @@ TEST(Sgemm, AccumulatesIntoCAndLeavesTheRestOfARowAlone) {
   }
 }
 
+// The micro-kernels' store epilogue: clamp(C + row bias + column bias, lo, hi), on the last depth
+// block only (after every product), over edge tiles and both threads; NaN passes the clamp.
+TEST(Sgemm, StoreEpilogueAddsBiasesAndClampsAfterTheLastDepthBlock) {
+  ThreadPool pool(2);
+  for (const Case &c : {Case{29, 70, 600}, Case{13, 40, 1100}, Case{5, 9, 0}}) {
+    auto a = random_values(c.m * c.k, 7), b = random_values(c.k * c.n, 8);
+    if (c.k > 0) a[2 * c.k] = NAN;  // row 2 of C is NaN
+    const auto want = reference(c, a, b);
+    const auto row_bias = random_values(c.m, 9), col_bias = random_values(c.n, 10);
+    const float lo = -0.5f, hi = 0.7f;
+    for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+      const StridedB sb(b.data(), c.n, false);
+      const PackedB pb(sb, c.k, c.n, *kernel);
+      for (const GemmB *gb : {static_cast<const GemmB *>(&sb), static_cast<const GemmB *>(&pb)}) {
+        for (bool rows : {false, true}) {
+          const ukernels::TileEpilogue e{rows ? row_bias.data() : nullptr,
+                                         rows ? nullptr : col_bias.data(), lo, hi};
+          std::vector<float> out(static_cast<size_t>(c.m * c.n), NAN);
+          sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), *gb, out.data(), c.n,
+                {.kernel = kernel, .epilogue = &e});
+          for (int64_t i = 0; i < c.m; ++i)
+            for (int64_t j = 0; j < c.n; ++j) {
+              const double v = want[i * c.n + j] + (rows ? row_bias[i] : col_bias[j]);
+              const float got = out[i * c.n + j];
+              if (std::isnan(v)) {
+                ASSERT_TRUE(std::isnan(got)) << kernel->name << " at " << i << "," << j;
+              } else {
+                ASSERT_NEAR(got, std::clamp(v, double(lo), double(hi)), 1e-5 * (1.0 + c.k))
+                    << kernel->name << " k=" << c.k << " at " << i << "," << j;
+              }
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(Sgemm, FinishSeesEveryElementOnceAfterItsProduct) {
   ThreadPool pool(2);
   const Case c{250, 700, 600};  // several row, column and depth blocks; two threads

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -89,6 +90,27 @@ class Epilogue {
   Epilogue() = default;
 
   bool has_activation() const { return fn_.index() != 0; }
+
+  // The activation as clamp bounds: none (-inf, inf), relu [0, inf) or clip [min, max], which a
+  // kernel can apply while the values are in registers (x < lo ? lo : x, then x > hi ? hi : x,
+  // as the functors do: NaN stays NaN). False for the other activations.
+  bool as_clamp(T &lo, T &hi) const {
+    return std::visit(
+        [&](const auto &f) {
+          using F = std::decay_t<decltype(f)>;
+          if constexpr (std::is_same_v<F, act::Identity<T>>) {
+            lo = -std::numeric_limits<T>::infinity(), hi = std::numeric_limits<T>::infinity();
+          } else if constexpr (std::is_same_v<F, act::Relu<T>>) {
+            lo = T(0), hi = std::numeric_limits<T>::infinity();
+          } else if constexpr (std::is_same_v<F, act::Clip<T>>) {
+            lo = f.lo, hi = f.hi;
+          } else {
+            return false;
+          }
+          return true;
+        },
+        fn_);
+  }
 
   // y[i] = act(y[i] + bias[i] + residual[i]) for i in [0, count); bias and residual may be
   // nullptr. The additions happen in the order the unfused ops would do them.

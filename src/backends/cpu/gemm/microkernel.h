@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "backends/cpu/ukernels/f32_gemm.h"
 #include "core/cpu_isa.h"
 
 namespace lumen::cpu {
@@ -13,10 +14,11 @@ struct F32GemmMicrokernel {
   std::string_view name;  // "f32_gemm_12x32__avx512"
   int mr, nr;             // tile rows and columns
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-              bool accumulate);
+              bool accumulate, const ukernels::TileEpilogue *epilogue);
   // Reads B in place (see ukernels/f32_gemm.h); nullptr when the kernel only takes packed panels.
   void (*run_in_place)(int64_t k, const float *a, const float *b, const int64_t *b_rows, float *c,
-                       int64_t ldc, int m, int n, bool accumulate);
+                       int64_t ldc, int m, int n, bool accumulate,
+                       const ukernels::TileEpilogue *epilogue);
   vec::Isa isa;  // the instruction set it needs
   bool supported() const { return isa <= vec::hardware_isa(); }
 };

@@ -91,10 +91,21 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                   const GemmA &a, const GemmB &b, float *c, int64_t ldc, const GemmOptions &options,
                   const F32GemmMicrokernel &uk) {
   if (m_begin >= m_end || n_begin >= n_end) return;
+  const ukernels::TileEpilogue *epilogue = options.epilogue;
+  // The epilogue of the tile at (row, col).
+  const auto tile_epilogue = [&](int64_t row, int64_t col) {
+    return ukernels::TileEpilogue{epilogue->row_bias ? epilogue->row_bias + row : nullptr,
+                                  epilogue->col_bias ? epilogue->col_bias + col : nullptr,
+                                  epilogue->lo, epilogue->hi};
+  };
   if (k == 0) {
     if (!options.accumulate)
       for (int64_t i = m_begin; i < m_end; ++i)
         std::fill(c + i * ldc + n_begin, c + i * ldc + n_end, 0.0f);
+    if (epilogue)
+      for (int64_t i = m_begin; i < m_end; ++i)
+        ukernels::apply_tile_epilogue(tile_epilogue(i, n_begin), c + i * ldc + n_begin, ldc, 1,
+                                      static_cast<int>(n_end - n_begin));
     if (options.finish) (*options.finish)(m_begin, m_end, n_begin, n_end);
     return;
   }
@@ -125,7 +136,8 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
       for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
         const int64_t mc = std::min(row_block, m_end - m0);
         const PanelBlock ap = a.panels(m0, mc, k0, kc, uk.mr, a_buffer);
-        const bool finish = options.finish && k0 + kc >= k;
+        const bool last = k0 + kc >= k;  // the depth block that completes C
+        const bool finish = options.finish && last;
         int64_t unfinished = 0;  // first column not yet handed to the finish hook
         for (int64_t j = 0; j * nr < nc; ++j) {
           const int64_t col_end = std::min(nc, (j + 1) * nr);
@@ -135,12 +147,16 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
             const float *a_panel = ap.data + i * ap.panel_stride;
             float *c_tile = c_col + (m0 + i * mr) * ldc;
             const int rows = static_cast<int>(std::min(mr, mc - i * mr));
+            const ukernels::TileEpilogue te = last && epilogue
+                                                  ? tile_epilogue(m0 + i * mr, n0 + j * nr)
+                                                  : ukernels::TileEpilogue{};
+            const ukernels::TileEpilogue *tile_e = last && epilogue ? &te : nullptr;
             if (b_rows)
               uk.run_in_place(kc, a_panel, b_rows->base + n0 + j * nr, b_rows->row_offsets + k0,
-                              c_tile, ldc, rows, cols, accumulate);
+                              c_tile, ldc, rows, cols, accumulate, tile_e);
             else
               uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols,
-                     accumulate);
+                     accumulate, tile_e);
           }
           if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
             (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);

@@ -143,6 +143,9 @@ struct GemmOptions {
   int64_t max_threads = 0;  // 0: the whole pool; 1: the calling thread only
   const GemmFinish *finish = nullptr;
   const F32GemmMicrokernel *kernel = nullptr;  // nullptr: default_f32_gemm_microkernel()
+  // Bias (indexed by C's row or column) and clamp applied by the micro-kernel to each tile as it
+  // stores the last depth block, before finish sees it.
+  const ukernels::TileEpilogue *epilogue = nullptr;
 };
 
 // C[m, n] (row-major, leading dimension ldc) = op(A) op(B), or += with accumulate. k == 0 gives

@@ -114,6 +114,10 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
   if (packed && packed->groups.empty()) packed = nullptr;  // Winograd-only, shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
+  // Bias plus none, relu or clip is applied by the micro-kernel as it stores each tile; the
+  // rest (a residual, other activations) by the finish hook, one more pass over each block.
+  float lo = 0, hi = 0;
+  const bool store_epilogue = has_epilogue && !residual && epilogue.as_clamp(lo, hi);
   const int64_t items = checked_mul(p.n, p.group);
 
   auto run_item = [&](int64_t item, int64_t max_threads) {
@@ -125,6 +129,8 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const float *zg = residual ? residual + y_offset : nullptr;
     const cpu::StridedA plain_a(w + g * p.mg * k, k, false);
     const cpu::GemmA &a = packed ? static_cast<const cpu::GemmA &>(packed->groups[g]) : plain_a;
+    const ukernels::TileEpilogue tile_epilogue{bg, nullptr, lo, hi};
+    const ukernels::TileEpilogue *gemm_epilogue = store_epilogue ? &tile_epilogue : nullptr;
     // The epilogue on `count` outputs of channel m starting at index `out` of its plane.
     auto finish_outputs = [&](int64_t m, int64_t out, int64_t count) {
       epilogue.apply_scalar_bias(yg + m * out_plane + out, count, bg ? bg[m] : 0.0f,
@@ -143,7 +149,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       // cost a fifth of the conv.
       const bool epilogue_on_rows = has_epilogue && zg;
       const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-        if (has_epilogue && !epilogue_on_rows)
+        if (has_epilogue && !epilogue_on_rows && !store_epilogue)
           for (int64_t m = m0; m < m1; ++m)
             epilogue.apply_scalar_bias(t + m * columns + j0, j1 - j0, bg ? bg[m] : 0.0f, nullptr);
         for (int64_t oy = j0 / wp; oy * wp < j1; ++oy) {
@@ -157,7 +163,10 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
         }
       };
       cpu::sgemm(ctx.pool, p.mg, columns, k, a, image.b(), t, columns,
-                 {.max_threads = max_threads, .finish = &finish, .kernel = &kernel});
+                 {.max_threads = max_threads,
+                  .finish = &finish,
+                  .kernel = &kernel,
+                  .epilogue = gemm_epilogue});
       return;
     }
     // Pointwise convs pack B although the micro-kernel could read the planes in place: rows a
@@ -170,8 +179,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     };
     cpu::sgemm(ctx.pool, p.mg, out_plane, k, a, b, yg, out_plane,
                {.max_threads = max_threads,
-                .finish = has_epilogue ? &finish : nullptr,
-                .kernel = &kernel});
+                .finish = has_epilogue && !store_epilogue ? &finish : nullptr,
+                .kernel = &kernel,
+                .epilogue = gemm_epilogue});
   };
 
   const int64_t threads_per_item = cpu::gemm_threads(ctx.pool, p.mg, out_plane, k);

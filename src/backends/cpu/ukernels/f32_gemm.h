@@ -10,20 +10,42 @@
 //
 // The _in_place variants read B where it lies instead of from a packed panel: row p of B starts
 // at b + b_rows[p] (any alignment), columns contiguous; columns past n are not read.
+//
+// With an epilogue (the last depth block of a fused op), each stored value becomes
+// clamp(c + row_bias[i] + col_bias[j], lo, hi) while the tile is still in registers: bias plus
+// relu, clip or no activation, without another pass over C.
 #pragma once
 
 #include <cstdint>
 
 namespace lumen::ukernels {
 
+struct TileEpilogue {
+  const float *row_bias;  // this tile's first row's bias, or nullptr
+  const float *col_bias;  // this tile's first column's bias, or nullptr
+  float lo, hi;           // clamp bounds (-inf, inf for none); NaN stays NaN
+};
+
+// The epilogue over a stored m x n tile, for kernels that do not apply it in registers.
+inline void apply_tile_epilogue(const TileEpilogue &e, float *c, int64_t ldc, int m, int n) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float v = c[i * ldc + j];
+      if (e.row_bias) v += e.row_bias[i];
+      if (e.col_bias) v += e.col_bias[j];
+      v = v < e.lo ? e.lo : v;
+      c[i * ldc + j] = v > e.hi ? e.hi : v;
+    }
+}
+
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate);
+                            int n, bool accumulate, const TileEpilogue *epilogue);
 void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
                                      const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate);
+                                     bool accumulate, const TileEpilogue *epilogue);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate);
+                         int n, bool accumulate, const TileEpilogue *epilogue);
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate);
+                            int n, bool accumulate, const TileEpilogue *epilogue);
 
 }  // namespace lumen::ukernels

@@ -31,7 +31,7 @@ struct RowsInPlace {
 // left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
 template <int kRows, int kVectors, class BSource>
 void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
-          bool accumulate) {
+          bool accumulate, const TileEpilogue *epilogue) {
   constexpr int kPanelRows = 12;
   const auto lanes = [](int count) -> __mmask16 {
     return count >= 16  ? __mmask16(0xFFFF)
@@ -60,6 +60,14 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
+  __m512 col_bias[kVectors], lo = _mm512_setzero_ps(), hi = lo;
+  for (int v = 0; v < kVectors; ++v) col_bias[v] = _mm512_setzero_ps();
+  if (epilogue) {
+    lo = _mm512_set1_ps(epilogue->lo), hi = _mm512_set1_ps(epilogue->hi);
+    if (epilogue->col_bias)
+      for (int v = 0; v < kVectors; ++v)
+        col_bias[v] = _mm512_maskz_loadu_ps(mask[v], epilogue->col_bias + 16 * v);
+  }
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
     if (r >= m) break;
@@ -67,6 +75,14 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
     for (int v = 0; v < kVectors; ++v) {
       __m512 out = acc[r][v];
       if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
+      if (epilogue) {
+        // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which
+        // leave NaN as it is.
+        if (epilogue->row_bias) out = _mm512_add_ps(out, _mm512_set1_ps(epilogue->row_bias[r]));
+        if (epilogue->col_bias) out = _mm512_add_ps(out, col_bias[v]);
+        out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, lo, _CMP_LT_OQ), lo);
+        out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, hi, _CMP_GT_OQ), hi);
+      }
       _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
     }
   }
@@ -74,28 +90,28 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
 
 template <class BSource>
 void any_tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
-              bool accumulate) {
+              bool accumulate, const TileEpilogue *e) {
   if (n <= 16) {
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate);
-    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate);
-    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e);
+    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate, e);
+    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate, e);
   }
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate);
-  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate);
-  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e);
+  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate, e);
+  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate, e);
 }
 
 }  // namespace
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate) {
-  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate);
+                            int n, bool accumulate, const TileEpilogue *epilogue) {
+  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate, epilogue);
 }
 
 void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
                                      const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate) {
-  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate);
+                                     bool accumulate, const TileEpilogue *epilogue) {
+  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate, epilogue);
 }
 
 }  // namespace lumen::ukernels

@@ -11,7 +11,7 @@ using f32x4 = float __attribute__((vector_size(16)));
 }
 
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate) {
+                            int n, bool accumulate, const TileEpilogue *epilogue) {
   constexpr int kMr = 4, kNr = 8;
   f32x4 acc[kMr][2] = {};
   for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
@@ -30,6 +30,7 @@ void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c,
     float *cr = c + r * ldc;
     for (int j = 0; j < n; ++j) cr[j] = accumulate ? cr[j] + tile[j] : tile[j];
   }
+  if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
 }
 
 }  // namespace lumen::ukernels

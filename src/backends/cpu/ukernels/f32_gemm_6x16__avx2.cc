@@ -12,7 +12,7 @@
 namespace lumen::ukernels {
 
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate) {
+                         int n, bool accumulate, const TileEpilogue *epilogue) {
   constexpr int kMr = 6, kNr = 16;
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
@@ -39,6 +39,7 @@ void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, in
       _mm256_storeu_ps(cr, v0);
       _mm256_storeu_ps(cr + 8, v1);
     }
+    if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
     return;
   }
   // A partial tile: through a buffer, so nothing past column n is read or written.
@@ -49,6 +50,7 @@ void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, in
     float *cr = c + r * ldc;
     for (int j = 0; j < n; ++j) cr[j] = accumulate ? cr[j] + tile[j] : tile[j];
   }
+  if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
 }
 
 }  // namespace lumen::ukernels
