@@ -4,6 +4,7 @@
 // beta * C, bias, activation: backends/common/epilogue.h) right after it, while it is in cache.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "backends/common/epilogue.h"
@@ -36,17 +37,34 @@ void for_each_output_block(ThreadPool *pool, int64_t total, int64_t block, int64
   pool->parallel_for(total, (total + parts - 1) / parts, walk);
 }
 
+// The epilogue as a bias along n plus a clamp that the float GEMM's micro-kernels apply as they
+// store (ukernels/f32_gemm.h), when it is one (bias + none, relu or clip); nullopt otherwise.
+template <class T>
+std::optional<ukernels::TileEpilogue> store_epilogue(const Epilogue<T> &epilogue,
+                                                     const T *col_bias) {
+  if constexpr (std::is_same_v<T, float>) {
+    float lo, hi;
+    if (epilogue.as_clamp(lo, hi)) return ukernels::TileEpilogue{nullptr, col_bias, lo, hi};
+  }
+  return std::nullopt;
+}
+
 // C[m, n] = op(A) op(B) over up to `max_threads` threads (0: the pool), then `finish` on every
-// finished block of C (nullptr: none). `packed_b`, when given, is B packed ahead of time.
+// finished block of C (nullptr: none); or with `store` (float only) the micro-kernels apply that
+// epilogue instead. `packed_b`, when given, is B packed ahead of time.
 template <class T>
 void product(ThreadPool &pool, int64_t max_threads, bool trans_a, bool trans_b, int64_t m,
              int64_t n, int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
-             const cpu::PackedB *packed_b, T *c, int64_t ldc, const cpu::GemmFinish *finish) {
+             const cpu::PackedB *packed_b, T *c, int64_t ldc, const cpu::GemmFinish *finish,
+             const std::optional<ukernels::TileEpilogue> &store = std::nullopt) {
   if constexpr (std::is_same_v<T, float>) {
     const cpu::StridedA sa(a, lda, trans_a);
     const cpu::StridedB sb(b, ldb, trans_b);
     const cpu::GemmB &gb = packed_b ? static_cast<const cpu::GemmB &>(*packed_b) : sb;
-    cpu::sgemm(pool, m, n, k, sa, gb, c, ldc, {.max_threads = max_threads, .finish = finish});
+    cpu::sgemm(pool, m, n, k, sa, gb, c, ldc,
+               {.max_threads = max_threads,
+                .finish = store ? nullptr : finish,
+                .epilogue = store ? &*store : nullptr});
   } else {
     // BLAS in blocks of rows small enough to stay in L2 until `finish` has run on them.
     int64_t parts = cpu::gemm_threads(pool, m, n, k);
@@ -97,6 +115,7 @@ void matmul_with_epilogue(KernelContext &ctx, const T *bias, const Epilogue<T> &
   T *y = ctx.output(0).data<T>();
   const int64_t mk = checked_mul(m, k), kn = checked_mul(k, n), mn = checked_mul(m, n);
   const bool has_epilogue = bias || epilogue.has_activation();
+  const auto store = has_epilogue ? store_epilogue(epilogue, bias) : std::nullopt;
   const cpu::PackedB *packed = plan.b_constant ? packed_b(ctx) : nullptr;
 
   // y[rows, n] = a @ b, each finished block through the epilogue.
@@ -106,7 +125,7 @@ void matmul_with_epilogue(KernelContext &ctx, const T *bias, const Epilogue<T> &
         epilogue.apply(yt + r * n + c0, c1 - c0, bias ? bias + c0 : nullptr, nullptr);
     };
     product<T>(ctx.pool, max_threads, false, false, rows, n, k, at, k, bt, n, packed, yt, n,
-               has_epilogue ? &finish : nullptr);
+               has_epilogue ? &finish : nullptr, store);
   };
   if (plan.a_dense && plan.b_constant) {
     // [batch..., m, k] @ [k, n]: the batches of A are consecutive rows, so one tall GEMM.
@@ -146,6 +165,9 @@ void gemm_with_epilogue(KernelContext &ctx, const Epilogue<T> &epilogue) {
   // A bias row added as is: the epilogue's own (vectorized) bias path.
   const bool row_bias = c && c_rows == 1 && c_cols == n && beta == T(1) && alpha == T(1);
   const bool has_finish = c || alpha != T(1) || epilogue.has_activation();
+  const auto store = has_finish && alpha == T(1) && (!c || row_bias)
+                         ? store_epilogue(epilogue, row_bias ? c : nullptr)
+                         : std::nullopt;
   // beta * C is computed even when beta == 0, so NaN in C propagates as in the reference.
   const cpu::GemmFinish finish = [&](int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
     for (int64_t i = r0; i < r1; ++i) {
@@ -162,7 +184,7 @@ void gemm_with_epilogue(KernelContext &ctx, const Epilogue<T> &epilogue) {
   };
   const T *a = ta.data<T>(), *b = tb.data<T>();
   product<T>(ctx.pool, 0, trans_a, trans_b, m, n, k, a, trans_a ? m : k, b, trans_b ? k : n,
-             packed_b(ctx), y, n, has_finish ? &finish : nullptr);
+             packed_b(ctx), y, n, has_finish ? &finish : nullptr, store);
 }
 
 template <class T>
