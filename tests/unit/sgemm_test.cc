@@ -196,6 +196,45 @@ TEST(Sgemm, StoreEpilogueAddsBiasesAndClampsAfterTheLastDepthBlock) {
   }
 }
 
+// Grid columns: GEMM column t is kept when t % wp < width and lands at (t / wp) * width + t % wp
+// of its row of C (a conv's padded grid); every kernel, several depth blocks, the epilogue, and
+// grids narrower than a vector (wp 3) and wider than a tile (wp 45). C's other values stay.
+TEST(Sgemm, GridColumnsStoreOnlyTheKeptColumnsPacked) {
+  ThreadPool pool(2);
+  struct GridCase {
+    int64_t m, rows, wp, width, k;
+  };
+  for (const GridCase g : {GridCase{14, 5, 45, 41, 300}, GridCase{13, 7, 9, 7, 40},
+                           GridCase{5, 11, 3, 1, 17}, GridCase{3, 4, 20, 20, 0}}) {
+    const Case c{g.m, g.rows * g.wp, g.k};
+    const auto a = random_values(c.m * c.k, 11), b = random_values(c.k * c.n, 12);
+    const auto want = reference(c, a, b);
+    const auto bias = random_values(c.m, 13);
+    const int64_t ldc = g.rows * g.width + 3;  // 3 values past each row of C must stay
+    for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+      for (bool with_epilogue : {false, true}) {
+        const ukernels::TileEpilogue e{bias.data(), nullptr, -0.5f, 0.7f};
+        const ukernels::GridColumns grid{g.wp, g.width, 0};
+        std::vector<float> out(static_cast<size_t>(c.m * ldc), 9.0f);
+        sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), StridedB(b.data(), c.n, false),
+              out.data(), ldc,
+              {.kernel = kernel, .epilogue = with_epilogue ? &e : nullptr, .grid = &grid});
+        for (int64_t i = 0; i < c.m; ++i) {
+          for (int64_t t = 0; t < c.n; ++t) {
+            if (t % g.wp >= g.width) continue;
+            double v = want[i * c.n + t];
+            if (with_epilogue) v = std::clamp(v + bias[i], -0.5, 0.7);
+            ASSERT_NEAR(out[i * ldc + (t / g.wp) * g.width + t % g.wp], v, 1e-5 * (1.0 + c.k))
+                << kernel->name << " wp=" << g.wp << " row " << i << " column " << t;
+          }
+          for (int64_t j = g.rows * g.width; j < ldc; ++j)
+            ASSERT_EQ(out[i * ldc + j], 9.0f) << kernel->name << " wp=" << g.wp;
+        }
+      }
+    }
+  }
+}
+
 TEST(Sgemm, FinishSeesEveryElementOnceAfterItsProduct) {
   ThreadPool pool(2);
   const Case c{250, 700, 600};  // several row, column and depth blocks; two threads

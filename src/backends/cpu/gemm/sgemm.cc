@@ -98,14 +98,24 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                                   epilogue->col_bias ? epilogue->col_bias + col : nullptr,
                                   epilogue->lo, epilogue->hi};
   };
-  if (k == 0) {
-    if (!options.accumulate)
-      for (int64_t i = m_begin; i < m_end; ++i)
-        std::fill(c + i * ldc + n_begin, c + i * ldc + n_end, 0.0f);
-    if (epilogue)
-      for (int64_t i = m_begin; i < m_end; ++i)
-        ukernels::apply_tile_epilogue(tile_epilogue(i, n_begin), c + i * ldc + n_begin, ldc, 1,
-                                      static_cast<int>(n_end - n_begin));
+  // Where tile column `col` starts in a row of C, and its grid columns if C is a grid.
+  const auto c_column = [&](int64_t col) { return options.grid ? 0 : col; };
+  const auto tile_grid = [&](int64_t col) {
+    return options.grid ? ukernels::GridColumns{options.grid->wp, options.grid->width, col}
+                        : ukernels::GridColumns{};
+  };
+  if (k == 0) {  // C = 0 (or left), through the epilogue, a row segment of up to 64 at a time
+    constexpr int kSegment = 64;
+    const float zeros[kSegment] = {};
+    for (int64_t i = m_begin; i < m_end; ++i)
+      for (int64_t j = n_begin; j < n_end; j += kSegment) {
+        const ukernels::TileEpilogue te = epilogue ? tile_epilogue(i, j) : ukernels::TileEpilogue{};
+        const ukernels::GridColumns g = tile_grid(j);
+        ukernels::store_tile(zeros, 0, c + i * ldc + c_column(j), ldc, 1,
+                             static_cast<int>(std::min<int64_t>(kSegment, n_end - j)),
+                             options.accumulate, epilogue ? &te : nullptr,
+                             options.grid ? &g : nullptr);
+      }
     if (options.finish) (*options.finish)(m_begin, m_end, n_begin, n_end);
     return;
   }
@@ -141,7 +151,9 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
         int64_t unfinished = 0;  // first column not yet handed to the finish hook
         for (int64_t j = 0; j * nr < nc; ++j) {
           const int64_t col_end = std::min(nc, (j + 1) * nr);
-          float *c_col = c + n0 + j * nr;
+          float *c_col = c + c_column(n0 + j * nr);
+          const ukernels::GridColumns grid = tile_grid(n0 + j * nr);
+          const ukernels::GridColumns *tile_g = options.grid ? &grid : nullptr;
           const int cols = static_cast<int>(col_end - j * nr);
           for (int64_t i = 0; i * mr < mc; ++i) {
             const float *a_panel = ap.data + i * ap.panel_stride;
@@ -153,10 +165,10 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
             const ukernels::TileEpilogue *tile_e = last && epilogue ? &te : nullptr;
             if (b_rows)
               uk.run_in_place(kc, a_panel, b_rows->base + n0 + j * nr, b_rows->row_offsets + k0,
-                              c_tile, ldc, rows, cols, accumulate, tile_e);
+                              c_tile, ldc, rows, cols, accumulate, tile_e, tile_g);
             else
               uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols,
-                     accumulate, tile_e);
+                     accumulate, tile_e, tile_g);
           }
           if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
             (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);

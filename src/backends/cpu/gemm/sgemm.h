@@ -146,6 +146,9 @@ struct GemmOptions {
   // Bias (indexed by C's row or column) and clamp applied by the micro-kernel to each tile as it
   // stores the last depth block, before finish sees it.
   const ukernels::TileEpilogue *epilogue = nullptr;
+  // C's columns are a padded grid (col0 unused): C gets only the kept columns, packed, so ldc is
+  // the packed row length (see ukernels/f32_gemm.h). finish still gets GEMM columns.
+  const ukernels::GridColumns *grid = nullptr;
 };
 
 // C[m, n] (row-major, leading dimension ldc) = op(A) op(B), or += with accumulate. k == 0 gives

@@ -137,36 +137,26 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
                                  zg ? zg + m * out_plane + out : nullptr);
     };
     // Stride-1 convs and shallow stride-2 ones (first layers): the GEMM runs on the padded grid
-    // into a scratch matrix, and the finish hook copies each block's valid columns into y
-    // through the epilogue.
+    // and the micro-kernels store only its valid columns, straight into y (grid columns, see
+    // ukernels/f32_gemm.h); a finish hook's blocks are in grid columns.
     if (padded_grid) {
       const cpu::PaddedImage image(ctx.pool, p, xg);
-      const int64_t wp = image.grid_width(), columns = image.columns();
-      Tensor scratch = Tensor::empty(Shape{checked_mul(p.mg, columns)}, DType::Float32);
-      float *t = scratch.data<float>();
-      // Without a residual the epilogue runs on the whole block in the scratch (discarded
-      // columns too): one call per channel instead of one per output row, which on maps 55 wide
-      // cost a fifth of the conv.
-      const bool epilogue_on_rows = has_epilogue && zg;
+      const int64_t wp = image.grid_width();
+      const ukernels::GridColumns grid{wp, p.ow, 0};
       const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-        if (has_epilogue && !epilogue_on_rows && !store_epilogue)
-          for (int64_t m = m0; m < m1; ++m)
-            epilogue.apply_scalar_bias(t + m * columns + j0, j1 - j0, bg ? bg[m] : 0.0f, nullptr);
         for (int64_t oy = j0 / wp; oy * wp < j1; ++oy) {
           const int64_t begin = std::max(j0, oy * wp), end = std::min(j1, oy * wp + p.ow);
           if (begin >= end) continue;
           const int64_t out = oy * p.ow + (begin - oy * wp);  // index in the output plane
-          for (int64_t m = m0; m < m1; ++m) {
-            std::copy(t + m * columns + begin, t + m * columns + end, yg + m * out_plane + out);
-            if (epilogue_on_rows) finish_outputs(m, out, end - begin);
-          }
+          for (int64_t m = m0; m < m1; ++m) finish_outputs(m, out, end - begin);
         }
       };
-      cpu::sgemm(ctx.pool, p.mg, columns, k, a, image.b(), t, columns,
+      cpu::sgemm(ctx.pool, p.mg, image.columns(), k, a, image.b(), yg, out_plane,
                  {.max_threads = max_threads,
-                  .finish = &finish,
+                  .finish = has_epilogue && !store_epilogue ? &finish : nullptr,
                   .kernel = &kernel,
-                  .epilogue = gemm_epilogue});
+                  .epilogue = gemm_epilogue,
+                  .grid = &grid});
       return;
     }
     // Pointwise convs pack B although the micro-kernel could read the planes in place: rows a

@@ -14,6 +14,12 @@
 // With an epilogue (the last depth block of a fused op), each stored value becomes
 // clamp(c + row_bias[i] + col_bias[j], lo, hi) while the tile is still in registers: bias plus
 // relu, clip or no activation, without another pass over C.
+//
+// With grid columns (a conv computed on its padded grid, kernels/padded_image.h), column j of the
+// tile is GEMM column t = col0 + j, output (t / wp, t % wp) of a grid wp wide: columns with
+// t % wp >= width are dropped and the others stored packed, `width` to a row, at
+// c[(t / wp) * width + t % wp], c pointing at the tile's first row of C. The conv then writes its
+// output planes directly, no scratch grid to copy from.
 #pragma once
 
 #include <cstdint>
@@ -26,26 +32,49 @@ struct TileEpilogue {
   float lo, hi;           // clamp bounds (-inf, inf for none); NaN stays NaN
 };
 
-// The epilogue over a stored m x n tile, for kernels that do not apply it in registers.
-inline void apply_tile_epilogue(const TileEpilogue &e, float *c, int64_t ldc, int m, int n) {
+struct GridColumns {
+  int64_t wp, width;  // grid row length, and the columns of each grid row that are kept
+  int64_t col0;       // GEMM column of the tile's first column
+};
+
+// Where column j of the tile lands in a row of C (see above), or nullptr if it is dropped.
+inline float *grid_column(float *c_row, const GridColumns &g, int64_t j) {
+  const int64_t t = g.col0 + j, col = t % g.wp;
+  return col < g.width ? c_row + (t / g.wp) * g.width + col : nullptr;
+}
+
+// Stores an m x n tile computed into `tile` (row stride tile_ld) into C, with accumulate, the
+// epilogue and grid columns as above: for kernels (and tiles) that do not do it in registers.
+inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc, int m, int n,
+                       bool accumulate, const TileEpilogue *e, const GridColumns *grid) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
-      float v = c[i * ldc + j];
-      if (e.row_bias) v += e.row_bias[i];
-      if (e.col_bias) v += e.col_bias[j];
-      v = v < e.lo ? e.lo : v;
-      c[i * ldc + j] = v > e.hi ? e.hi : v;
+      float *dst = grid ? grid_column(c + i * ldc, *grid, j) : c + i * ldc + j;
+      if (!dst) continue;
+      float v = tile[i * tile_ld + j];
+      if (accumulate) v = *dst + v;
+      if (e) {
+        if (e->row_bias) v += e->row_bias[i];
+        if (e->col_bias) v += e->col_bias[j];
+        v = v < e->lo ? e->lo : v;
+        v = v > e->hi ? e->hi : v;
+      }
+      *dst = v;
     }
 }
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue);
+                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            const GridColumns *grid);
 void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
                                      const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate, const TileEpilogue *epilogue);
+                                     bool accumulate, const TileEpilogue *epilogue,
+                                     const GridColumns *grid);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate, const TileEpilogue *epilogue);
+                         int n, bool accumulate, const TileEpilogue *epilogue,
+                         const GridColumns *grid);
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue);
+                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            const GridColumns *grid);
 
 }  // namespace lumen::ukernels

@@ -8,6 +8,8 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
+#include <algorithm>
+
 namespace lumen::ukernels {
 namespace {
 
@@ -26,12 +28,44 @@ struct RowsInPlace {
   }
 };
 
+// Grid columns (see f32_gemm.h): the lanes of a 16-column vector of the tile that land in C, as
+// runs stored with one masked store each: lane L of the vector goes to c_row[offset + L].
+struct GridRun {
+  int64_t offset;
+  __mmask16 lanes;
+};
+constexpr int kMaxGridRuns = 16;  // a grid row may be 1 column wide
+
+// The runs of every vector of a tile n columns wide; one division per tile (this runs once per
+// tile and depth block). n <= 16 times the vectors of `runs`.
+// first[v]: where the first run of vector v starts in a row of C.
+void grid_runs(const GridColumns &g, int n, GridRun (*runs)[kMaxGridRuns], int *run_count,
+               int64_t *first) {
+  int64_t row = g.col0 / g.wp, col = g.col0 % g.wp;
+  for (int lane = 0; lane < n;) {
+    const int v = lane / 16, in_vector = lane % 16;
+    const int64_t span = std::min(n - lane, 16 - in_vector);  // within this vector
+    int step;
+    if (col >= g.width) {  // dropped columns up to the end of the grid row
+      step = static_cast<int>(std::min(g.wp - col, span));
+    } else {
+      step = static_cast<int>(std::min(g.width - col, span));
+      if (run_count[v] == 0) first[v] = row * g.width + col;
+      runs[v][run_count[v]++] = {row * g.width + col - in_vector,
+                                 __mmask16(((1u << step) - 1) << in_vector)};
+    }
+    lane += step;
+    col += step;
+    if (col == g.wp) col = 0, ++row;
+  }
+}
+
 // The tile with kRows of the panel's 12 rows and kVectors 16-wide column vectors: edge tiles
 // compute only what they need, which matters for narrow outputs (7x7 feature maps: 16 columns
 // left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
 template <int kRows, int kVectors, class BSource>
 void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
-          bool accumulate, const TileEpilogue *epilogue) {
+          bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
   constexpr int kPanelRows = 12;
   const auto lanes = [](int count) -> __mmask16 {
     return count >= 16  ? __mmask16(0xFFFF)
@@ -40,13 +74,19 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   };
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
+  GridRun runs[kVectors][kMaxGridRuns];
+  int run_count[kVectors] = {};
+  int64_t row_start[kVectors];  // where vector v of a row of C starts, to prefetch
+  for (int v = 0; v < kVectors; ++v) row_start[v] = 16 * v;
+  if (grid) grid_runs(*grid, n, runs, run_count, row_start);
     // The C tile is read (or written) only after the k loop; asking for its lines now hides their
     // latency behind the loop (C is often far out of cache: a 4096 GEMM reloads 64 MiB of C per
     // depth block, and waiting for it cost ~12% of the time).
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v)
-      if (r < m) _mm_prefetch(reinterpret_cast<const char *>(c + r * ldc + 16 * v), _MM_HINT_T0);
+      if (r < m)
+        _mm_prefetch(reinterpret_cast<const char *>(c + r * ldc + row_start[v]), _MM_HINT_T0);
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r)
@@ -68,21 +108,37 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
       for (int v = 0; v < kVectors; ++v)
         col_bias[v] = _mm512_maskz_loadu_ps(mask[v], epilogue->col_bias + 16 * v);
   }
+  // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which leave
+  // NaN as it is.
+  const auto finish = [&](__m512 out, int r, int v) {
+    if (epilogue->row_bias) out = _mm512_add_ps(out, _mm512_set1_ps(epilogue->row_bias[r]));
+    if (epilogue->col_bias) out = _mm512_add_ps(out, col_bias[v]);
+    out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, lo, _CMP_LT_OQ), lo);
+    return _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, hi, _CMP_GT_OQ), hi);
+  };
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
     if (r >= m) break;
     float *cr = c + r * ldc;
+    // Unrolled like the row loop, so acc is indexed by constants and stays in registers (a loop
+    // here kept it in memory, spilled on every k step: 2x slower).
+#pragma GCC unroll 2
     for (int v = 0; v < kVectors; ++v) {
       __m512 out = acc[r][v];
-      if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
-      if (epilogue) {
-        // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which
-        // leave NaN as it is.
-        if (epilogue->row_bias) out = _mm512_add_ps(out, _mm512_set1_ps(epilogue->row_bias[r]));
-        if (epilogue->col_bias) out = _mm512_add_ps(out, col_bias[v]);
-        out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, lo, _CMP_LT_OQ), lo);
-        out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, hi, _CMP_GT_OQ), hi);
+      if (grid) {
+        if (accumulate) {
+          __m512 old = _mm512_setzero_ps();
+          for (int i = 0; i < run_count[v]; ++i)
+            old = _mm512_mask_loadu_ps(old, runs[v][i].lanes, cr + runs[v][i].offset);
+          out = _mm512_add_ps(out, old);
+        }
+        if (epilogue) out = finish(out, r, v);
+        for (int i = 0; i < run_count[v]; ++i)
+          _mm512_mask_storeu_ps(cr + runs[v][i].offset, runs[v][i].lanes, out);
+        continue;
       }
+      if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
+      if (epilogue) out = finish(out, r, v);
       _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
     }
   }
@@ -90,28 +146,30 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
 
 template <class BSource>
 void any_tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
-              bool accumulate, const TileEpilogue *e) {
+              bool accumulate, const TileEpilogue *e, const GridColumns *g) {
   if (n <= 16) {
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e);
-    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate, e);
-    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate, e);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
   }
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e);
-  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate, e);
-  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate, e);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
 }
 
 }  // namespace
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue) {
-  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate, epilogue);
+                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            const GridColumns *grid) {
+  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate, epilogue, grid);
 }
 
 void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
                                      const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate, const TileEpilogue *epilogue) {
-  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate, epilogue);
+                                     bool accumulate, const TileEpilogue *epilogue,
+                                     const GridColumns *grid) {
+  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate, epilogue, grid);
 }
 
 }  // namespace lumen::ukernels

@@ -11,7 +11,8 @@ using f32x4 = float __attribute__((vector_size(16)));
 }
 
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue) {
+                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            const GridColumns *grid) {
   constexpr int kMr = 4, kNr = 8;
   f32x4 acc[kMr][2] = {};
   for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
@@ -23,14 +24,12 @@ void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c,
       acc[r][1] += a[r] * b1;
     }
   }
+  float tile[kMr][kNr];
   for (int r = 0; r < m; ++r) {
-    float tile[kNr];
-    std::memcpy(tile, &acc[r][0], sizeof(acc[r][0]));
-    std::memcpy(tile + 4, &acc[r][1], sizeof(acc[r][1]));
-    float *cr = c + r * ldc;
-    for (int j = 0; j < n; ++j) cr[j] = accumulate ? cr[j] + tile[j] : tile[j];
+    std::memcpy(tile[r], &acc[r][0], sizeof(acc[r][0]));
+    std::memcpy(tile[r] + 4, &acc[r][1], sizeof(acc[r][1]));
   }
-  if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
+  store_tile(tile[0], kNr, c, ldc, m, n, accumulate, epilogue, grid);
 }
 
 }  // namespace lumen::ukernels

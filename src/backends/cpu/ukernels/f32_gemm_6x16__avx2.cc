@@ -12,7 +12,8 @@
 namespace lumen::ukernels {
 
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate, const TileEpilogue *epilogue) {
+                         int n, bool accumulate, const TileEpilogue *epilogue,
+                         const GridColumns *grid) {
   constexpr int kMr = 6, kNr = 16;
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
@@ -26,7 +27,7 @@ void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, in
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
-  if (n == kNr) {
+  if (n == kNr && !epilogue && !grid) {
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
       if (r >= m) break;
@@ -39,18 +40,15 @@ void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, in
       _mm256_storeu_ps(cr, v0);
       _mm256_storeu_ps(cr + 8, v1);
     }
-    if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
     return;
   }
-  // A partial tile: through a buffer, so nothing past column n is read or written.
-  alignas(32) float tile[kNr];
+  // A partial tile, an epilogue or grid columns: through a buffer.
+  alignas(32) float tile[kMr][kNr];
   for (int r = 0; r < m; ++r) {
-    _mm256_store_ps(tile, acc[r][0]);
-    _mm256_store_ps(tile + 8, acc[r][1]);
-    float *cr = c + r * ldc;
-    for (int j = 0; j < n; ++j) cr[j] = accumulate ? cr[j] + tile[j] : tile[j];
+    _mm256_store_ps(tile[r], acc[r][0]);
+    _mm256_store_ps(tile[r] + 8, acc[r][1]);
   }
-  if (epilogue) apply_tile_epilogue(*epilogue, c, ldc, m, n);
+  store_tile(tile[0], kNr, c, ldc, m, n, accumulate, epilogue, grid);
 }
 
 }  // namespace lumen::ukernels
