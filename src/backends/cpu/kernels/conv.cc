@@ -143,13 +143,12 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       const cpu::PaddedImage image(ctx.pool, p, xg);
       const int64_t wp = image.grid_width();
       const ukernels::GridColumns grid{wp, p.ow, 0};
+      // Grid columns [j0, j1) land on one contiguous range of each output plane (the kept
+      // columns are packed): one epilogue call per channel, not one per output row.
+      const auto kept_before = [&](int64_t t) { return (t / wp) * p.ow + std::min(t % wp, p.ow); };
       const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-        for (int64_t oy = j0 / wp; oy * wp < j1; ++oy) {
-          const int64_t begin = std::max(j0, oy * wp), end = std::min(j1, oy * wp + p.ow);
-          if (begin >= end) continue;
-          const int64_t out = oy * p.ow + (begin - oy * wp);  // index in the output plane
-          for (int64_t m = m0; m < m1; ++m) finish_outputs(m, out, end - begin);
-        }
+        const int64_t out = kept_before(j0), count = kept_before(j1) - out;
+        for (int64_t m = m0; m < m1; ++m) finish_outputs(m, out, count);
       };
       cpu::sgemm(ctx.pool, p.mg, image.columns(), k, a, image.b(), yg, out_plane,
                  {.max_threads = max_threads,
