@@ -15,6 +15,8 @@
 
 #if LUMEN_VEC_X86
 #include <immintrin.h>
+
+#include "backends/cpu/ukernels/avx512_lanes.h"
 #endif
 
 namespace lumen {
@@ -42,10 +44,6 @@ struct PoolPlan {
   // avg: the divisor of output (i, j) is row_div[i] * col_div[j] (a small integer, exact).
   std::vector<float> row_div, col_div;
 };
-
-LUMEN_TARGET_AVX512 inline __mmask16 tail_mask(int64_t n) {
-  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-}
 
 // maxps, spelled so that GCC 12 does not warn about its undefined pass-through operand.
 LUMEN_TARGET_AVX512 inline __m512 max16(__m512 a, __m512 b) {
@@ -76,11 +74,12 @@ LUMEN_TARGET_AVX512 inline void pool_rows_avx512(const PoolPlan &p, const float 
   const __m512 nan = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
   const __m512 init = _mm512_set1_ps(kMax ? -std::numeric_limits<float>::infinity() : 0.f);
   if (n == 0) {
-    for (int64_t x = 0; x < p.w; x += 16) _mm512_mask_storeu_ps(dst + x, tail_mask(p.w - x), init);
+    for (int64_t x = 0; x < p.w; x += 16)
+      _mm512_mask_storeu_ps(dst + x, ukernels::first_lanes(p.w - x), init);
     return;
   }
   for (int64_t x = 0; x < p.w; x += 16) {
-    const __mmask16 m = tail_mask(p.w - x);
+    const __mmask16 m = ukernels::first_lanes(p.w - x);
     _mm_prefetch(reinterpret_cast<const char *>(r0 + p.pf + x), _MM_HINT_T0);
     __m512 acc = _mm512_maskz_loadu_ps(m, r0 + x);
     __mmask16 bad = 0;
@@ -125,7 +124,7 @@ LUMEN_TARGET_AVX512 inline void pool_cols_avx512(const PoolPlan &p, const float 
       acc = _mm512_mask_mov_ps(acc, bad, nan);
     else
       acc = _mm512_div_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(p.col_div.data() + j), row_div));
-    _mm512_mask_storeu_ps(out + j, tail_mask(p.ow - j), acc);
+    _mm512_mask_storeu_ps(out + j, ukernels::first_lanes(p.ow - j), acc);
   }
 }
 

@@ -6,16 +6,14 @@
 
 #include <algorithm>
 
+#include "backends/cpu/ukernels/avx512_lanes.h"
+
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
 // -Wmaybe-uninitialized reports wherever they inline; every lane is written.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace lumen::ukernels {
 namespace {
-
-__mmask16 first_lanes(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
-}
 
 // In-register 16x16 transpose: r[i][j] becomes r[j][i].
 inline void transpose16(__m512 r[16]) {

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+#include "backends/cpu/ukernels/avx512_lanes.h"
+
 namespace lumen::ukernels {
 namespace {
 
@@ -67,13 +69,8 @@ template <int kRows, int kVectors, class BSource>
 void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
           bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
   constexpr int kPanelRows = 12;
-  const auto lanes = [](int count) -> __mmask16 {
-    return count >= 16  ? __mmask16(0xFFFF)
-           : count <= 0 ? __mmask16(0)
-                        : __mmask16((1u << count) - 1);
-  };
   __mmask16 mask[kVectors];
-  for (int v = 0; v < kVectors; ++v) mask[v] = lanes(n - 16 * v);
+  for (int v = 0; v < kVectors; ++v) mask[v] = first_lanes(n - 16 * v);
   GridRun runs[kVectors][kMaxGridRuns];
   int run_count[kVectors] = {};
   int64_t row_start[kVectors];  // where vector v of a row of C starts, to prefetch
