@@ -92,14 +92,15 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                   const F32GemmMicrokernel &uk) {
   if (m_begin >= m_end || n_begin >= n_end) return;
   const ukernels::TileEpilogue *epilogue = options.epilogue;
-  // The epilogue of the tile at (row, col).
-  const auto tile_epilogue = [&](int64_t row, int64_t col) {
-    return ukernels::TileEpilogue{epilogue->row_bias ? epilogue->row_bias + row : nullptr,
-                                  epilogue->col_bias ? epilogue->col_bias + col : nullptr,
-                                  epilogue->lo, epilogue->hi};
-  };
   // Where tile column `col` starts in a row of C, and its grid columns if C is a grid.
   const auto c_column = [&](int64_t col) { return options.grid ? 0 : col; };
+  // The epilogue of the tile at (row, col).
+  const auto tile_epilogue = [&](int64_t row, int64_t col) {
+    return ukernels::TileEpilogue{
+        epilogue->row_bias ? epilogue->row_bias + row : nullptr,
+        epilogue->col_bias ? epilogue->col_bias + col : nullptr, epilogue->lo, epilogue->hi,
+        epilogue->residual ? epilogue->residual + row * ldc + c_column(col) : nullptr};
+  };
   const auto tile_grid = [&](int64_t col) {
     return options.grid ? ukernels::GridColumns{options.grid->wp, options.grid->width, col}
                         : ukernels::GridColumns{};

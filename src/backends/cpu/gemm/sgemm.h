@@ -143,7 +143,8 @@ struct GemmOptions {
   int64_t max_threads = 0;  // 0: the whole pool; 1: the calling thread only
   const GemmFinish *finish = nullptr;
   const F32GemmMicrokernel *kernel = nullptr;  // nullptr: default_f32_gemm_microkernel()
-  // Bias (indexed by C's row or column) and clamp applied by the micro-kernel to each tile as it
+  // Bias (indexed by C's row or column), a residual (laid out like C: its residual field points
+  // where C's first element would be) and clamp, applied by the micro-kernel to each tile as it
   // stores the last depth block, before finish sees it.
   const ukernels::TileEpilogue *epilogue = nullptr;
   // C's columns are a padded grid (col0 unused): C gets only the kept columns, packed, so ldc is

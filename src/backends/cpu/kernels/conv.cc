@@ -12,8 +12,9 @@
 // Threading: with more (image, group) items than threads and items too small to split, each
 // thread takes whole items; otherwise the items run one after another, each GEMM over the pool.
 //
-// fused_conv adds the bias, a residual and an activation (backends/common/epilogue.h) to each
-// block of output right after the GEMM finished it, while it is still in cache.
+// fused_conv adds the bias, a residual and an activation (backends/common/epilogue.h): the
+// micro-kernel does it as it stores each tile when the activation is none, relu or clip; for the
+// others, a finish hook does it to each block of output right after the GEMM finished it.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -114,10 +115,10 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
   if (packed && packed->groups.empty()) packed = nullptr;  // Winograd-only, shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
-  // Bias plus none, relu or clip is applied by the micro-kernel as it stores each tile; the
-  // rest (a residual, other activations) by the finish hook, one more pass over each block.
+  // Bias and residual plus none, relu or clip are applied by the micro-kernel as it stores each
+  // tile; other activations by the finish hook, one more pass over each block.
   float lo = 0, hi = 0;
-  const bool store_epilogue = has_epilogue && !residual && epilogue.as_clamp(lo, hi);
+  const bool store_epilogue = has_epilogue && epilogue.as_clamp(lo, hi);
   const int64_t items = checked_mul(p.n, p.group);
 
   auto run_item = [&](int64_t item, int64_t max_threads) {
@@ -129,7 +130,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const float *zg = residual ? residual + y_offset : nullptr;
     const cpu::StridedA plain_a(w + g * p.mg * k, k, false);
     const cpu::GemmA &a = packed ? static_cast<const cpu::GemmA &>(packed->groups[g]) : plain_a;
-    const ukernels::TileEpilogue tile_epilogue{bg, nullptr, lo, hi};
+    const ukernels::TileEpilogue tile_epilogue{bg, nullptr, lo, hi, zg};
     const ukernels::TileEpilogue *gemm_epilogue = store_epilogue ? &tile_epilogue : nullptr;
     // The epilogue on `count` outputs of channel m starting at index `out` of its plane.
     auto finish_outputs = [&](int64_t m, int64_t out, int64_t count) {

@@ -12,8 +12,9 @@
 // at b + b_rows[p] (any alignment), columns contiguous; columns past n are not read.
 //
 // With an epilogue (the last depth block of a fused op), each stored value becomes
-// clamp(c + row_bias[i] + col_bias[j], lo, hi) while the tile is still in registers: bias plus
-// relu, clip or no activation, without another pass over C.
+// clamp(c + row_bias[i] + col_bias[j] + residual[i, j], lo, hi) while the tile is still in
+// registers: bias, a residual (ResNet's skip connection) and relu, clip or no activation, without
+// another pass over C. The residual is laid out like C (same ldc, same grid columns).
 //
 // With grid columns (a conv computed on its padded grid, kernels/padded_image.h), column j of the
 // tile is GEMM column t = col0 + j, output (t / wp, t % wp) of a grid wp wide: columns with
@@ -27,9 +28,10 @@
 namespace lumen::ukernels {
 
 struct TileEpilogue {
-  const float *row_bias;  // this tile's first row's bias, or nullptr
-  const float *col_bias;  // this tile's first column's bias, or nullptr
-  float lo, hi;           // clamp bounds (-inf, inf for none); NaN stays NaN
+  const float *row_bias;            // this tile's first row's bias, or nullptr
+  const float *col_bias;            // this tile's first column's bias, or nullptr
+  float lo, hi;                     // clamp bounds (-inf, inf for none); NaN stays NaN
+  const float *residual = nullptr;  // where this tile's first row would be in C, or nullptr
 };
 
 struct GridColumns {
@@ -56,6 +58,7 @@ inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc
       if (e) {
         if (e->row_bias) v += e->row_bias[i];
         if (e->col_bias) v += e->col_bias[j];
+        if (e->residual) v += e->residual[dst - c];
         v = v < e->lo ? e->lo : v;
         v = v > e->hi ? e->hi : v;
       }

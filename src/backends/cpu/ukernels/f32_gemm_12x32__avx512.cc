@@ -38,6 +38,13 @@ struct GridRun {
 };
 constexpr int kMaxGridRuns = 16;  // a grid row may be 1 column wide
 
+// How far ahead of the A value in use the k loop asks for A: 128 steps, half of a 256-deep panel,
+// so the next panel (A's panels of a depth block lie one after another) is in L1 when its tile
+// starts. Constant weights stream from memory (ResNet-50: 100 MB per inference) and the hardware
+// prefetchers alone left the FMAs waiting: ten 1x1 convs of 4 MiB weights each on a 7x7 map ran
+// 1.65x onnxruntime's time without this, 1.1x with it. Prefetches past the end never fault.
+constexpr int64_t kAPrefetchFloats = 1536;
+
 // The runs of every vector of a tile n columns wide; one division per tile (this runs once per
 // tile and depth block). n <= 16 times the vectors of `runs`.
 // first[v]: where the first run of vector v starts in a row of C.
@@ -89,6 +96,7 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p, a += kPanelRows) {
+    _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchFloats), _MM_HINT_T0);
     __m512 bv[kVectors];
     for (int v = 0; v < kVectors; ++v) bv[v] = b.load(p, v, mask[v]);
 #pragma GCC unroll 12
@@ -105,11 +113,21 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
       for (int v = 0; v < kVectors; ++v)
         col_bias[v] = _mm512_maskz_loadu_ps(mask[v], epilogue->col_bias + 16 * v);
   }
+  // Vector v of a row laid out like C (row r of C or of the residual): its grid runs, or its
+  // columns.
+  const auto load_like_c = [&](const float *row, int v) {
+    if (!grid) return _mm512_maskz_loadu_ps(mask[v], row + 16 * v);
+    __m512 out = _mm512_setzero_ps();
+    for (int i = 0; i < run_count[v]; ++i)
+      out = _mm512_mask_loadu_ps(out, runs[v][i].lanes, row + runs[v][i].offset);
+    return out;
+  };
   // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which leave
   // NaN as it is.
   const auto finish = [&](__m512 out, int r, int v) {
     if (epilogue->row_bias) out = _mm512_add_ps(out, _mm512_set1_ps(epilogue->row_bias[r]));
     if (epilogue->col_bias) out = _mm512_add_ps(out, col_bias[v]);
+    if (epilogue->residual) out = _mm512_add_ps(out, load_like_c(epilogue->residual + r * ldc, v));
     out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, lo, _CMP_LT_OQ), lo);
     return _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, hi, _CMP_GT_OQ), hi);
   };
@@ -122,21 +140,14 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
 #pragma GCC unroll 2
     for (int v = 0; v < kVectors; ++v) {
       __m512 out = acc[r][v];
-      if (grid) {
-        if (accumulate) {
-          __m512 old = _mm512_setzero_ps();
-          for (int i = 0; i < run_count[v]; ++i)
-            old = _mm512_mask_loadu_ps(old, runs[v][i].lanes, cr + runs[v][i].offset);
-          out = _mm512_add_ps(out, old);
-        }
-        if (epilogue) out = finish(out, r, v);
-        for (int i = 0; i < run_count[v]; ++i)
-          _mm512_mask_storeu_ps(cr + runs[v][i].offset, runs[v][i].lanes, out);
+      if (accumulate) out = _mm512_add_ps(out, load_like_c(cr, v));
+      if (epilogue) out = finish(out, r, v);
+      if (!grid) {
+        _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
         continue;
       }
-      if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
-      if (epilogue) out = finish(out, r, v);
-      _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
+      for (int i = 0; i < run_count[v]; ++i)
+        _mm512_mask_storeu_ps(cr + runs[v][i].offset, runs[v][i].lanes, out);
     }
   }
 }
