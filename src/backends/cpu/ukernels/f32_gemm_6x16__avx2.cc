@@ -19,9 +19,10 @@ void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, in
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
-    // A streams from memory for constant weights; ask for it 128 steps ahead (as the AVX-512
-    // kernel does, see there).
+    // Constant weights stream from memory as A or B: ask for both ahead, as the AVX-512 kernel
+    // does (see there).
     _mm_prefetch(reinterpret_cast<const char *>(a + 128 * kMr), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(b + 64 * kNr), _MM_HINT_T0);
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
