@@ -235,6 +235,23 @@ def test_suite_quick_run(tmp_path, capsys):
     assert row["outputs_agree"] and row["gflop"] == pytest.approx(2 * 256**3 / 1e9)
 
 
+def test_suite_acceptance_reads_every_target():
+    def row(model, ratio, agree=True):
+        return {"model": model, "error": None, "ratio": ratio, "outputs_agree": agree,
+                "lumen_gflops": None}
+    _, good = suite.summarize([row("a", 0.8), row("b", 1.25)], 2, None)
+    targets = dict(suite.acceptance(good))
+    assert targets["outputs agree with onnxruntime on every model"] is True
+    assert targets["geometric-mean ratio <= 1.0"] is True
+    assert targets["no model above 1.3 (slowest: b at 1.25)"] is True
+    assert targets["gemm4096 >= 85% of peak"] is None  # not in these rows
+    _, bad = suite.summarize([row("a", 0.7), row("b", 1.35, agree=False)], 2, None)
+    targets = dict(suite.acceptance(bad))
+    assert targets["outputs agree with onnxruntime on every model"] is False
+    assert targets["geometric-mean ratio <= 1.0"] is True
+    assert targets["no model above 1.3 (slowest: b at 1.35)"] is False
+
+
 @pytest.mark.skipif(not os.path.exists(suite.PEAK_TOOL), reason="lumen_peak_flops not built")
 def test_peak_flops_tool():
     proc = subprocess.run([suite.PEAK_TOOL, "--threads", "1", "--seconds", "0.01", "--trials",
