@@ -13,6 +13,7 @@ namespace lumen::cpu {
 struct F32GemmMicrokernel {
   std::string_view name;  // "f32_gemm_12x32__avx512"
   int mr, nr;             // tile rows and columns
+  int edge_cols;          // a tile's last columns cost this many lanes each, rounded up
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
               bool accumulate, const ukernels::TileEpilogue *epilogue,
               const ukernels::GridColumns *grid);
