@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "backends/cpu/ukernels/avx512_lanes.h"
 
@@ -139,13 +140,19 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
     return out;
   };
   // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which leave
-  // NaN as it is.
+  // NaN as it is: vmaxps(lo, x) is lo > x ? lo : x and vminps(hi, x) is hi < x ? hi : x (both
+  // return their second operand when either is NaN), one instruction each, and an infinite bound
+  // (relu's hi) costs none. (The maskz forms keep GCC 12 from warning about an undefined
+  // pass-through operand.)
+  const bool clamp_lo = epilogue && epilogue->lo > -std::numeric_limits<float>::infinity();
+  const bool clamp_hi = epilogue && epilogue->hi < std::numeric_limits<float>::infinity();
   const auto finish = [&](__m512 out, int r, int v) {
     if (epilogue->row_bias) out = _mm512_add_ps(out, _mm512_set1_ps(epilogue->row_bias[r]));
     if (epilogue->col_bias) out = _mm512_add_ps(out, col_bias[v]);
     if (epilogue->residual) out = _mm512_add_ps(out, load_like_c(epilogue->residual + r * ldc, v));
-    out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, lo, _CMP_LT_OQ), lo);
-    return _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(out, hi, _CMP_GT_OQ), hi);
+    if (clamp_lo) out = _mm512_maskz_max_ps(__mmask16(0xFFFF), lo, out);
+    if (clamp_hi) out = _mm512_maskz_min_ps(__mmask16(0xFFFF), hi, out);
+    return out;
   };
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
