@@ -235,6 +235,44 @@ TEST(Sgemm, GridColumnsStoreOnlyTheKeptColumnsPacked) {
   }
 }
 
+// A residual in the store epilogue (fused_conv's skip connection) is laid out like C: same ldc,
+// and on a padded grid the same kept columns. clamp(C + row bias + residual) on the last depth
+// block, for every kernel, plain and gridded, with C rows longer than the product.
+TEST(Sgemm, StoreEpilogueAddsAResidualLaidOutLikeC) {
+  ThreadPool pool(2);
+  struct ResidualCase {
+    int64_t m, rows, wp, width, k;  // wp == width: no grid
+  };
+  for (const ResidualCase r : {ResidualCase{29, 1, 70, 70, 600}, ResidualCase{13, 7, 9, 7, 40},
+                               ResidualCase{14, 5, 45, 41, 300}}) {
+    const bool gridded = r.wp != r.width;
+    const Case c{r.m, r.rows * r.wp, r.k};
+    const auto a = random_values(c.m * c.k, 21), b = random_values(c.k * c.n, 22);
+    const auto want = reference(c, a, b);
+    const auto bias = random_values(c.m, 23);
+    const int64_t ldc = r.rows * r.width + 3;
+    const auto residual = random_values(c.m * ldc, 24);
+    for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+      const ukernels::TileEpilogue e{bias.data(), nullptr, -0.5f, 0.7f, residual.data()};
+      const ukernels::GridColumns grid{r.wp, r.width, 0};
+      std::vector<float> out(static_cast<size_t>(c.m * ldc), 9.0f);
+      sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), StridedB(b.data(), c.n, false),
+            out.data(), ldc, {.kernel = kernel, .epilogue = &e, .grid = gridded ? &grid : nullptr});
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t t = 0; t < c.n; ++t) {
+          if (t % r.wp >= r.width) continue;
+          const int64_t at = i * ldc + (t / r.wp) * r.width + t % r.wp;
+          const double v = std::clamp(want[i * c.n + t] + bias[i] + residual[at], -0.5, 0.7);
+          ASSERT_NEAR(out[at], v, 1e-5 * (1.0 + c.k))
+              << kernel->name << " wp=" << r.wp << " row " << i << " column " << t;
+        }
+        for (int64_t j = r.rows * r.width; j < ldc; ++j)
+          ASSERT_EQ(out[i * ldc + j], 9.0f) << kernel->name << " wp=" << r.wp;
+      }
+    }
+  }
+}
+
 TEST(Sgemm, FinishSeesEveryElementOnceAfterItsProduct) {
   ThreadPool pool(2);
   const Case c{250, 700, 600};  // several row, column and depth blocks; two threads
