@@ -85,13 +85,39 @@ TEST(ReduceTest, IntegerReductions) {
   EXPECT_EQ(s.data<int32_t>()[1], 11);
 }
 
+// The CPU kernels (contiguous blocks of reduced dims; others fall back) against the reference,
+// on leading, middle, trailing and all axes, and on one row long enough to be split over threads.
 TEST(ReduceTest, ReduceCpuMatchesReference) {
-  for (const std::string op : {"reduce_sum", "reduce_mean"})
+  const Tensor long_row = random_tensor({1, 70000}, 8);
+  for (const std::string op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+                               "reduce_sum_square", "reduce_l1", "reduce_l2"}) {
     for (const auto &axes : std::vector<std::vector<int64_t>>{{-1}, {0}, {1}, {0, 2}, {}})
       for (int64_t keep : {0, 1})
         EXPECT_TRUE(testing::cpu_matches_reference(
             op, {random_tensor({3, 5, 67}, 7)}, {{"axes", axes}, {"keepdims", keep}}, 1e-5, 1e-5))
             << op;
+    EXPECT_TRUE(
+        testing::cpu_matches_reference(op, {long_row}, {{"keepdims", int64_t{0}}}, 1e-4, 1e-5))
+        << op << " over one long row";
+  }
+}
+
+// Max and min propagate NaN on the CPU as the reference does, whichever lane or thread sees it.
+TEST(ReduceTest, CpuMaxMinPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t at : {int64_t{0}, int64_t{17}, int64_t{69999}}) {
+    Tensor x = random_tensor({2, 70000}, 9);
+    x.data<float>()[at] = nan;
+    for (const std::string op : {"reduce_max", "reduce_min"}) {
+      const Tensor rows = call_op(op, {x}, {{"axes", std::vector<int64_t>{1}}}, "")[0];
+      EXPECT_TRUE(std::isnan(rows.data<float>()[0])) << op << " NaN at " << at;
+      EXPECT_FALSE(std::isnan(rows.data<float>()[1])) << op;
+      const Tensor all = call_op(op, {x}, {{"keepdims", int64_t{0}}}, "")[0];
+      EXPECT_TRUE(std::isnan(all.data<float>()[0])) << op << " over all, NaN at " << at;
+      const Tensor cols = call_op(op, {x}, {{"axes", std::vector<int64_t>{0}}}, "")[0];
+      EXPECT_TRUE(std::isnan(cols.data<float>()[at])) << op << " down columns, NaN at " << at;
+    }
+  }
 }
 
 TEST(ReduceTest, ArgMaxArgMin) {

@@ -1,11 +1,15 @@
-// CPU reduce_sum / reduce_mean for float32 when the reduced dims form one contiguous block (the
-// common cases: the last axis in transformers' layer norms and means, or leading/middle axes).
-// The input is viewed as [outer, n, inner]: inner == 1 sums contiguous rows with independent
-// lanes; otherwise rows of `inner` elements are added together. Other cases run the reference
-// kernel. Parallel over outer (and inner blocks).
+// CPU reduce_sum / mean / max / min / sum_square / l1 / l2 for float32 when the reduced dims form
+// one contiguous block (the common cases: the last axis in transformers' layer norms and means,
+// leading or middle axes, or everything). The input is viewed as [outer, n, inner]: inner == 1
+// reduces contiguous rows with independent lanes; otherwise rows of `inner` elements are combined
+// element by element. Other cases run the reference kernel. Parallel over outer. Max and min
+// propagate NaN, as the reference does.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -19,20 +23,58 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly
 
-float sum_row(const float *x, int64_t n) {
-  constexpr int kLanes = 16;
-  float lanes[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += x[k + l];
-  float tail = 0;
-  for (; k < n; ++k) tail += x[k];
-  for (int l = 0; l < kLanes; ++l) tail += lanes[l];
-  return tail;
+enum class Kind { Sum, Mean, Max, Min, SumSquare, L1, L2 };
+
+// The reduction as an accumulator: start, take one value, merge two partial results, finish.
+template <Kind K>
+struct Reducer {
+  static constexpr bool kMax = K == Kind::Max, kMin = K == Kind::Min;
+  static float init() {
+    if constexpr (kMax) return -std::numeric_limits<float>::infinity();
+    if constexpr (kMin) return std::numeric_limits<float>::infinity();
+    return 0.0f;
+  }
+  // Max/min keep a NaN once seen: it fails every comparison, so it is never replaced.
+  static float merge(float a, float b) {
+    if constexpr (kMax) return b > a || b != b ? b : a;
+    if constexpr (kMin) return b < a || b != b ? b : a;
+    return a + b;
+  }
+  static float take(float a, float v) {
+    if constexpr (K == Kind::SumSquare || K == Kind::L2) return a + v * v;
+    if constexpr (K == Kind::L1) return a + std::fabs(v);
+    return merge(a, v);
+  }
+  static float finish(float a, float scale) {
+    if constexpr (K == Kind::Mean) return a * scale;
+    if constexpr (K == Kind::L2) return std::sqrt(a);
+    return a;
+  }
+};
+
+template <Kind K>
+float reduce_row(const float *x, int64_t n) {
+  using R = Reducer<K>;
+  float result = 0;
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    // Independent lanes, local to the loop so they stay in vector registers.
+    constexpr int kLanes = 32;
+    float lanes[kLanes];
+    for (int l = 0; l < kLanes; ++l) lanes[l] = R::init();
+    int64_t k = 0;
+    for (; k + kLanes <= n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] = R::take(lanes[l], x[k + l]);
+    float tail = R::init();
+    for (; k < n; ++k) tail = R::take(tail, x[k]);
+    for (int l = 0; l < kLanes; ++l) tail = R::merge(tail, lanes[l]);
+    result = tail;
+  });
+  return result;
 }
 
-template <bool kMean>
+template <Kind K>
 void reduce_f32(KernelContext &ctx) {
+  using R = Reducer<K>;
   const Tensor &x = ctx.input(0);
   const Shape &shape = x.shape();
   std::vector<int64_t> axes;
@@ -81,13 +123,28 @@ void reduce_f32(KernelContext &ctx) {
     if (mask[d]) count *= shape[d];
   Tensor &y = ctx.output(0);
   if (y.numel() != outer * inner) ctx.fail("output ", y.shape().to_string(), " does not fit");
-  const float scale = kMean ? 1.0f / static_cast<float>(count) : 1.0f;
+  const float scale = 1.0f / static_cast<float>(count);
   const float *px = x.data<float>();
   float *py = y.data<float>();
+  if (inner == 1 && outer == 1 && n >= 2 * kGrain) {  // one long row: split it over the pool
+    const int64_t chunks = std::min<int64_t>(n / kGrain, 64);
+    std::vector<float> partial(static_cast<size_t>(chunks));
+    ctx.pool.parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+        partial[static_cast<size_t>(c)] = reduce_row<K>(px + begin, end - begin);
+      }
+    });
+    float total = partial[0];
+    for (size_t c = 1; c < partial.size(); ++c) total = R::merge(total, partial[c]);
+    py[0] = R::finish(total, scale);
+    return;
+  }
   if (inner == 1) {
     ctx.pool.parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)),
                           [&](int64_t b, int64_t e) {
-                            for (int64_t o = b; o < e; ++o) py[o] = sum_row(px + o * n, n) * scale;
+                            for (int64_t o = b; o < e; ++o)
+                              py[o] = R::finish(reduce_row<K>(px + o * n, n), scale);
                           });
     return;
   }
@@ -96,19 +153,27 @@ void reduce_f32(KernelContext &ctx) {
                           for (int64_t o = b; o < e; ++o) {
                             float *out = py + o * inner;
                             const float *in = px + o * n * inner;
-                            std::copy(in, in + inner, out);
-                            for (int64_t k = 1; k < n; ++k) {
-                              const float *row = in + k * inner;
-                              for (int64_t j = 0; j < inner; ++j) out[j] += row[j];
-                            }
-                            if (kMean)
-                              for (int64_t j = 0; j < inner; ++j) out[j] *= scale;
+                            vec::run_best([&]() LUMEN_VEC_INLINE {
+                              for (int64_t j = 0; j < inner; ++j)
+                                out[j] = R::take(R::init(), in[j]);
+                              for (int64_t k = 1; k < n; ++k) {
+                                const float *row = in + k * inner;
+                                for (int64_t j = 0; j < inner; ++j)
+                                  out[j] = R::take(out[j], row[j]);
+                              }
+                              for (int64_t j = 0; j < inner; ++j) out[j] = R::finish(out[j], scale);
+                            });
                           }
                         });
 }
 
-LUMEN_REGISTER_KERNEL("cpu", "reduce_sum", reduce_f32<false>, DType::Float32);
-LUMEN_REGISTER_KERNEL("cpu", "reduce_mean", reduce_f32<true>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_sum", reduce_f32<Kind::Sum>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_mean", reduce_f32<Kind::Mean>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_max", reduce_f32<Kind::Max>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_min", reduce_f32<Kind::Min>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_sum_square", reduce_f32<Kind::SumSquare>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_l1", reduce_f32<Kind::L1>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_l2", reduce_f32<Kind::L2>, DType::Float32);
 
 }  // namespace
 }  // namespace lumen
