@@ -55,6 +55,40 @@ TEST(ConvNdTest, ConvTranspose) {
                 {1, 1, 5}, {1, 1, 2, 2, 0});
 }
 
+// The CPU's 2-D conv_transpose (GEMM + col2im) against the reference: strides, pads (crop),
+// dilations, output_padding, groups, a batch, with and without bias, and weights that are
+// constants (packed at compile time) or inputs.
+TEST(ConvNdTest, ConvTransposeCpuMatchesReference) {
+  struct Case {
+    const char *label;
+    Shape x, w;
+    Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 s1", {1, 4, 5, 6}, {4, 3, 3, 3}, {}},
+      {"4x4 s2 p1 (a decoder's upsampling)",
+       {2, 8, 7, 7},
+       {8, 6, 4, 4},
+       {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}},
+      {"3x3 s2 output_padding",
+       {1, 3, 4, 5},
+       {3, 2, 3, 3},
+       {{"strides", V{2, 2}}, {"output_padding", V{1, 1}}}},
+      {"dilated, asymmetric pads",
+       {1, 2, 6, 5},
+       {2, 3, 3, 2},
+       {{"dilations", V{2, 1}}, {"pads", V{0, 1, 2, 0}}, {"strides", V{1, 3}}}},
+      {"groups", {2, 6, 4, 4}, {6, 2, 3, 3}, {{"group", int64_t{3}}, {"strides", V{2, 1}}}},
+      {"1x1 s2", {1, 16, 9, 9}, {16, 20, 1, 1}, {{"strides", V{2, 2}}}},
+  };
+  for (const Case &c : cases) {
+    const Tensor x = testing::random_tensor(c.x, 1), w = testing::random_tensor(c.w, 2);
+    const Tensor b = testing::random_tensor({c.w[1] * c.attrs.get_int("group", 1)}, 3);
+    EXPECT_TRUE(testing::cpu_matches_reference("conv_transpose", {x, w}, c.attrs)) << c.label;
+    EXPECT_TRUE(testing::cpu_matches_reference("conv_transpose", {x, w, b}, c.attrs)) << c.label;
+  }
+}
+
 TEST(ConvNdTest, Pools) {
   const Tensor x = f32({1, 1, 4}, {1, 3, 2, 4});
   const auto mx = run("max_pool_nd", {x}, {{"kernel_shape", V{2}}, {"strides", V{2}}});

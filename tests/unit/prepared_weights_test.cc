@@ -1,6 +1,6 @@
 // Kernels whose prepare function packs constant weights at compile time (cpu conv2d, fused_conv,
-// matmul, fused_matmul, gemm, fused_gemm) must give what the reference backend gives for the same
-// compiled graph; the eager tests (tests/ops) only exercise the unprepared path.
+// conv_transpose, matmul, fused_matmul, gemm, fused_gemm) must give what the reference backend
+// gives for the same compiled graph; the eager tests (tests/ops) only exercise the unprepared path.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,6 +51,19 @@ TEST(PreparedWeights, ConvMatchesReference) {
   }
   // 1x1, stride 1: the input is the GEMM's B as it lies.
   expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
+}
+
+// conv_transpose packs W_g^T per group: a decoder's 4x4 stride-2 upsampling, with groups.
+TEST(PreparedWeights, ConvTransposeMatchesReference) {
+  const Tensor x = Tensor::randn({2, 8, 7, 6}, 21);
+  for (int64_t group : {1, 2}) {
+    const Tensor w = Tensor::randn({8, 10 / group, 4, 4}, 22);
+    const Tensor b = Tensor::randn({10}, 23);
+    expect_cpu_matches_reference("conv_transpose", x, {w, b},
+                                 {{"group", group},
+                                  {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                                  {"strides", std::vector<int64_t>{2, 2}}});
+  }
 }
 
 // 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more (64 channels on 56x56 and
