@@ -2,8 +2,8 @@
 // one contiguous block (the common cases: the last axis in transformers' layer norms and means,
 // leading or middle axes, or everything). The input is viewed as [outer, n, inner]: inner == 1
 // reduces contiguous rows with independent lanes; otherwise rows of `inner` elements are combined
-// element by element. Other cases run the reference kernel. Parallel over outer. Max and min
-// propagate NaN, as the reference does.
+// element by element. Other cases run the reference kernel. Parallel over outer, or over chunks of
+// one long row. Max and min propagate NaN, as the reference does.
 #include <algorithm>
 #include <cmath>
 #include <limits>
