@@ -128,6 +128,7 @@ std::vector<UnaryCase> unary_cases() {
           {"clip", {}},
           {"clip", {{"min", -0.5}, {"max", 0.75}}},
           {"exp", {}},
+          {"erf", {}},
           {"log", {}, 0.01, 10},
           {"sqrt", {}, 0, 10},
           {"neg", {}},

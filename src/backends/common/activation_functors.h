@@ -250,6 +250,12 @@ struct Exp {
 };
 
 template <class T>
+struct Erf {
+  explicit Erf(const Attributes &) {}
+  T operator()(T x) const { return act::erf(x); }
+};
+
+template <class T>
 struct Log {
   explicit Log(const Attributes &) {}
   T operator()(T x) const { return std::log(x); }

@@ -63,6 +63,7 @@ LUMEN_CPU_UNARY("hard_sigmoid", act::HardSigmoid);
 LUMEN_CPU_UNARY("hard_swish", act::HardSwish);
 LUMEN_CPU_UNARY("clip", act::Clip);
 LUMEN_CPU_UNARY("exp", act::Exp);
+LUMEN_CPU_UNARY("erf", act::Erf);
 LUMEN_CPU_UNARY("log", act::Log);
 LUMEN_CPU_UNARY("sqrt", act::Sqrt);
 LUMEN_CPU_UNARY("neg", act::Neg);
