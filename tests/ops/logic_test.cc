@@ -1,6 +1,8 @@
 // Comparison, logical, bitwise and selection ops on the reference backend: hand-computed values
-// (broadcasting, NaN, shifts out of range) and errors naming the op.
+// (broadcasting, NaN, shifts out of range) and errors naming the op; the CPU comparisons and
+// where against the reference.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -103,6 +105,53 @@ TEST(LogicTest, WhereBroadcastsThreeWays) {
         call_op("where", {Tensor::zeros({3}, DType::Bool), bad, bad});
       },
       {"where", "[3]", "[2]"});
+}
+
+// The CPU kernels (float32, int32, int64) against the reference: every comparison over broadcast
+// patterns, with ties and NaN; where with a scalar filler, same-shape x and y, a broadcast
+// condition, a scalar x, and x and y broadcasting differently (the reference fallback).
+TEST(LogicTest, CpuMatchesReference) {
+  const auto expect_same = [](const Tensor &got, const Tensor &want, const std::string &what) {
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    ASSERT_EQ(got.dtype(), want.dtype()) << what;
+    const size_t bytes = static_cast<size_t>(got.numel()) * dtype_size(got.dtype());
+    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), bytes), 0) << what;
+  };
+  // Integer-valued, so ties are common; float32 also gets a NaN.
+  const auto values = [](const Shape &shape, uint64_t seed, DType dtype) {
+    Tensor t = testing::random_tensor(shape, seed, -3, 3, dtype);
+    if (dtype == DType::Float32) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::floor(t.data<float>()[i]);
+      if (t.numel() > 1) t.data<float>()[1] = NAN;
+    }
+    return t;
+  };
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{2, 3, 70}, {2, 3, 70}}, {{2, 3, 70}, {70}}, {{2, 1, 70}, {3, 1}}, {{5}, {}}, {{}, {4, 1}}};
+  uint64_t seed = 1;
+  for (const std::string op : {"equal", "less", "greater", "less_equal", "greater_equal"})
+    for (DType dtype : {DType::Float32, DType::Int32, DType::Int64})
+      for (const auto &[sa, sb] : pairs) {
+        const Tensor a = values(sa, seed++, dtype), b = values(sb, seed++, dtype);
+        expect_same(call_op(op, {a, b}, {}, "cpu")[0], call_op(op, {a, b}, {}, "reference")[0],
+                    op + " " + a.to_string() + " " + b.to_string());
+      }
+  struct WhereCase {
+    Shape c, x, y;
+  };
+  for (const WhereCase &w : std::vector<WhereCase>{{{2, 3, 70}, {2, 3, 70}, {}},
+                                                   {{2, 3, 70}, {70}, {70}},
+                                                   {{2, 1, 70}, {2, 3, 70}, {2, 3, 70}},
+                                                   {{2, 3, 70}, {}, {2, 3, 70}},
+                                                   {{2, 3, 70}, {3, 1}, {1, 70}}})
+    for (DType dtype : {DType::Float32, DType::Int32, DType::Int64}) {
+      const Tensor c = call_op(
+          "greater", {values(w.c, seed++, DType::Float32), Tensor::from_vector<float>({}, {0})})[0];
+      const Tensor x = values(w.x, seed++, dtype), y = values(w.y, seed++, dtype);
+      expect_same(call_op("where", {c, x, y}, {}, "cpu")[0],
+                  call_op("where", {c, x, y}, {}, "reference")[0],
+                  "where " + c.to_string() + " " + x.to_string() + " " + y.to_string());
+    }
 }
 
 }  // namespace

@@ -305,6 +305,38 @@ struct Maximum {
   }
 };
 
+// Comparisons, output bool (any dtype; NaN compares false, as in C).
+struct Equal {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Less {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Greater {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct LessEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GreaterEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+
 struct Minimum {
   template <class T>
   T operator()(T a, T b) const {

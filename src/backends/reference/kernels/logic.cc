@@ -8,37 +8,6 @@
 namespace lumen {
 namespace {
 
-struct Equal {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct Less {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct Greater {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct LessEqual {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a <= b;
-  }
-};
-struct GreaterEqual {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a >= b;
-  }
-};
-
 // Comparisons: any dtype (bool included), output bool.
 template <class F>
 void compare(KernelContext &ctx) {
@@ -59,11 +28,11 @@ void compare(KernelContext &ctx) {
 
 #define LUMEN_REF_COMPARE(name, F) \
   LUMEN_REGISTER_KERNEL("reference", name, compare<F>, LUMEN_NUMERIC_DTYPES, DType::Bool)
-LUMEN_REF_COMPARE("equal", Equal);
-LUMEN_REF_COMPARE("less", Less);
-LUMEN_REF_COMPARE("greater", Greater);
-LUMEN_REF_COMPARE("less_equal", LessEqual);
-LUMEN_REF_COMPARE("greater_equal", GreaterEqual);
+LUMEN_REF_COMPARE("equal", bin::Equal);
+LUMEN_REF_COMPARE("less", bin::Less);
+LUMEN_REF_COMPARE("greater", bin::Greater);
+LUMEN_REF_COMPARE("less_equal", bin::LessEqual);
+LUMEN_REF_COMPARE("greater_equal", bin::GreaterEqual);
 
 struct And {
   bool operator()(bool a, bool b) const { return a && b; }
