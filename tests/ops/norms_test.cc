@@ -111,6 +111,35 @@ TEST(NormsTest, LayerNormCpuMatchesReference) {
       cpu_matches_reference("layer_norm", {random_tensor({0, 8}, 7), random_tensor({8}, 8)}));
 }
 
+// The CPU instance_norm / group_norm against the reference: 4-D and 3-D inputs, planes larger
+// than a parallel chunk, inputs far from zero mean (the variance is centered), groups of several
+// channels, per-group parameters, epsilon, and an empty spatial extent.
+TEST(NormsTest, InstanceAndGroupNormCpuMatchesReference) {
+  using testing::cpu_matches_reference;
+  using testing::random_tensor;
+  for (const Shape &shape : {Shape{2, 6, 9, 11}, Shape{1, 4, 130, 70}, Shape{2, 6, 50}}) {
+    const Tensor x = random_tensor(shape, 1, 97, 103);  // mean ~100, spread 3
+    const int64_t c = shape[1];
+    EXPECT_TRUE(cpu_matches_reference(
+        "instance_norm", {x, random_tensor({c}, 2), random_tensor({c}, 3)}, {}, 1e-4, 1e-4))
+        << shape.to_string();
+    for (int64_t groups : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+      if (c % groups) continue;
+      EXPECT_TRUE(cpu_matches_reference("group_norm",
+                                        {x, random_tensor({c}, 4), random_tensor({c}, 5)},
+                                        {{"num_groups", groups}, {"epsilon", 1e-3}}, 1e-4, 1e-4))
+          << shape.to_string() << " groups " << groups;
+      EXPECT_TRUE(cpu_matches_reference(
+          "group_norm", {x, random_tensor({groups}, 6), random_tensor({groups}, 7)},
+          {{"num_groups", groups}, {"scale_per_group", int64_t{1}}}, 1e-4, 1e-4))
+          << shape.to_string() << " groups " << groups << " per group";
+    }
+  }
+  EXPECT_TRUE(cpu_matches_reference(
+      "instance_norm",
+      {random_tensor({2, 3, 0}, 8), random_tensor({3}, 9), random_tensor({3}, 10)}));
+}
+
 TEST(NormsTest, BatchNormTraining) {
   // Channel 0 values [1, 3] (mean 2, var 1), channel 1 [0, 0] (mean 0, var 0); epsilon 0 for c0.
   const Tensor x = f32({2, 2}, {1, 0, 3, 0});

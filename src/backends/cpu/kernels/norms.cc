@@ -2,9 +2,14 @@
 // bias (optional) holding one value per position of that axis. Rows run in parallel on the
 // runtime's pool; each row is two passes (mean, then centered variance, in double for accuracy)
 // and a fused normalize-scale-shift pass. Every other case falls back to the reference kernel.
+//
+// And instance_norm / group_norm for float32: the same two passes per (image, group of
+// channels), in double lanes the compiler can vectorize, items in parallel, then each channel
+// normalized with its scale and bias (or its group's, with scale_per_group).
 #include <algorithm>
 #include <cmath>
 
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -63,7 +68,94 @@ void layer_norm_f32(KernelContext &ctx) {
   });
 }
 
+// Mean and centered sum of squares of n floats, accumulated in double over independent lanes.
+void moments(const float *x, int64_t n, double &mean, double &squares) {
+  constexpr int kLanes = 8;
+  double sum = 0, sq = 0;
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    double lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += x[i + l];
+    double s = 0;
+    for (; i < n; ++i) s += x[i];
+    for (int l = 0; l < kLanes; ++l) s += lanes[l];
+    sum = s;
+  });
+  mean = n > 0 ? sum / double(n) : 0.0;
+  const double m = mean;
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    double lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const double c = x[i + l] - m;
+        lanes[l] += c * c;
+      }
+    double s = 0;
+    for (; i < n; ++i) s += (x[i] - m) * (x[i] - m);
+    for (int l = 0; l < kLanes; ++l) s += lanes[l];
+    sq = s;
+  });
+  squares = sq;
+}
+
+void channel_groups_norm_f32(KernelContext &ctx, int64_t groups, bool per_group_params) {
+  const Tensor &tx = ctx.input(0);
+  const Shape &shape = tx.shape();
+  const bool fast = tx.dtype() == DType::Float32 && shape.rank() >= 2 && groups > 0 &&
+                    shape[1] % groups == 0 && ctx.input(1).dtype() == DType::Float32 &&
+                    ctx.input(2).dtype() == DType::Float32 &&
+                    ctx.input(1).numel() == (per_group_params ? groups : shape[1]) &&
+                    ctx.input(2).numel() == ctx.input(1).numel();
+  if (!fast) {
+    KernelFn ref = kernel_registry("reference").find(ctx.op, tx.dtype());
+    if (!ref) ctx.fail("no reference ", ctx.op, " kernel for ", dtype_name(tx.dtype()));
+    return ref(ctx);
+  }
+  const int64_t batch = shape[0], c = shape[1], per = c / groups;
+  int64_t spatial = 1;
+  for (size_t d = 2; d < shape.rank(); ++d) spatial *= shape[d];
+  const double eps = ctx.attrs.get_float("epsilon", 1e-5);
+  const float *x = tx.data<float>(), *scale = ctx.input(1).data<float>();
+  const float *bias = ctx.input(2).data<float>();
+  float *y = ctx.output(0).data<float>();
+  const int64_t count = per * spatial;
+  ctx.pool.parallel_for(batch * groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(count, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t item = begin; item < end; ++item) {
+                            const int64_t g = item % groups;
+                            const float *xi = x + item * count;
+                            float *yi = y + item * count;
+                            double mean = 0, squares = 0;
+                            moments(xi, count, mean, squares);
+                            const double var = count > 0 ? squares / double(count) : 0.0;
+                            const float m = float(mean), inv = float(1.0 / std::sqrt(var + eps));
+                            for (int64_t ch = 0; ch < per; ++ch) {
+                              const int64_t p = per_group_params ? g : g * per + ch;
+                              const float s = inv * scale[p], b = bias[p];
+                              const float *xc = xi + ch * spatial;
+                              float *yc = yi + ch * spatial;
+                              vec::run_best([&]() LUMEN_VEC_INLINE {
+                                for (int64_t i = 0; i < spatial; ++i) yc[i] = (xc[i] - m) * s + b;
+                              });
+                            }
+                          }
+                        });
+}
+
+void instance_norm_f32(KernelContext &ctx) {
+  channel_groups_norm_f32(ctx, ctx.input(0).rank() >= 2 ? ctx.input(0).shape()[1] : 1, false);
+}
+
+void group_norm_f32(KernelContext &ctx) {
+  channel_groups_norm_f32(ctx, ctx.attrs.get_int("num_groups", 1),
+                          ctx.attrs.get_int("scale_per_group", 0) != 0);
+}
+
 LUMEN_REGISTER_KERNEL("cpu", "layer_norm", layer_norm_f32, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "instance_norm", instance_norm_f32, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "group_norm", group_norm_f32, DType::Float32);
 
 }  // namespace
 }  // namespace lumen
