@@ -38,11 +38,7 @@ std::shared_ptr<const void> prepare_conv_transpose(const PrepareContext &ctx) {
 void conv_transpose(KernelContext &ctx) {
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
   Tensor &ty = ctx.output(0);
-  if (tx.rank() != 4 || tx.dtype() != DType::Float32) {
-    const KernelFn reference = kernel_registry("reference").find(ctx.op, tx.dtype());
-    if (!reference) ctx.fail("no kernel for ", dtype_name(tx.dtype()), " rank ", tx.rank());
-    return reference(ctx);
-  }
+  if (tx.rank() != 4 || tx.dtype() != DType::Float32) return run_reference_kernel(ctx);
   const auto strides = ctx.attrs.get_ints("strides", {1, 1});
   const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
   const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});

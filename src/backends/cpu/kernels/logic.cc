@@ -16,12 +16,6 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 16;  // output elements per parallel chunk
 
-void run_reference(KernelContext &ctx) {
-  const KernelFn fn = kernel_registry("reference").find(ctx.op, ctx.input(0).dtype());
-  if (!fn) ctx.fail("no kernel for ", dtype_name(ctx.input(0).dtype()));
-  fn(ctx);
-}
-
 // Calls f with a value of the element type for float32, int32 and int64; false otherwise.
 template <class F>
 bool visit_values(DType dtype, F &&f) {
@@ -62,7 +56,7 @@ void compare(KernelContext &ctx) {
   if (ctx.output(0).numel() == 0) return;
   if (a.dtype() != b.dtype() || !runs.init(a.shape(), b.shape(), ctx.output(0).shape()) ||
       !visit_values(a.dtype(), [&](auto tag) { compare_typed<F, decltype(tag)>(ctx, runs); }))
-    run_reference(ctx);
+    run_reference_kernel(ctx);
 }
 
 // where(c, x, y) when one of x and y is a single element or has the other's shape: the broadcast
@@ -105,7 +99,7 @@ void where(KernelContext &ctx) {
       !runs.init(c.shape(), v.shape(), out.shape()) || !visit_values(x.dtype(), [&](auto tag) {
         where_typed<decltype(tag)>(ctx, runs, v_is_x, other_scalar);
       }))
-    run_reference(ctx);
+    run_reference_kernel(ctx);
 }
 
 #define LUMEN_CPU_COMPARE(name, F) \

@@ -157,11 +157,8 @@ void pad(KernelContext &ctx) {
                     : mode_name == "wrap"    ? Mode::Wrap
                                              : Mode::Constant;
   if (rank == 0 || (mode == Mode::Constant && mode_name != "constant") ||
-      (elem != 1 && elem != 2 && elem != 4 && elem != 8)) {
-    const KernelFn reference = kernel_registry("reference").find(ctx.op, x.dtype());
-    if (!reference) ctx.fail("no kernel for ", dtype_name(x.dtype()));
-    return reference(ctx);
-  }
+      (elem != 1 && elem != 2 && elem != 4 && elem != 8))
+    return run_reference_kernel(ctx);
   if (y.numel() == 0) return;
   // Pads per dim, from the pads input over the axes input (all dims when absent).
   const auto pads = ctx.input_ints(1);
@@ -176,8 +173,7 @@ void pad(KernelContext &ctx) {
   if (ctx.has_input(2) && ctx.input(2).numel() == 1) {
     std::memcpy(fill, ctx.input(2).raw_data(), elem);  // its dtype was checked by inference
   } else if (ctx.attrs.get_float("value", 0.0) != 0.0) {
-    const KernelFn reference = kernel_registry("reference").find(ctx.op, x.dtype());
-    return reference(ctx);  // the old `value` attribute, converted per dtype there
+    return run_reference_kernel(ctx);  // the old `value` attribute, converted per dtype there
   }
   const int64_t last = y.shape()[rank - 1], in_last = x.shape()[rank - 1];
   if (mode != Mode::Constant && x.numel() == 0)

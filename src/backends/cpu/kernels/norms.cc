@@ -22,52 +22,6 @@ bool last_axis_param(const Tensor &p, int64_t d) {
   return s.rank() >= 1 && s[s.rank() - 1] == d;
 }
 
-void layer_norm_f32(KernelContext &ctx) {
-  const Tensor &tx = ctx.input(0);
-  const Shape &shape = tx.shape();
-  const size_t axis = shape.normalize_axis(ctx.attrs.get_int("axis", -1));
-  const int64_t d = shape.rank() ? shape[shape.rank() - 1] : 1;
-  const bool fast = tx.dtype() == DType::Float32 && axis + 1 == shape.rank() && d > 0 &&
-                    last_axis_param(ctx.input(1), d) &&
-                    (!ctx.has_input(2) || last_axis_param(ctx.input(2), d)) &&
-                    ctx.output(1).dtype() == DType::Float32;
-  if (!fast) {
-    KernelFn ref = kernel_registry("reference").find("layer_norm", tx.dtype());
-    if (!ref) ctx.fail("no reference layer_norm kernel for ", dtype_name(tx.dtype()));
-    return ref(ctx);
-  }
-  const int64_t rows = tx.numel() / d;
-  const float *x = tx.data<float>();
-  const float *scale = ctx.input(1).data<float>();
-  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  float *y = ctx.output(0).data<float>();
-  float *mean_out = ctx.output(1).data<float>();
-  float *inv_out = ctx.output(2).data<float>();
-  const double eps = ctx.attrs.get_float("epsilon", 1e-5);
-  ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const float *xr = x + r * d;
-      float *yr = y + r * d;
-      double sum = 0;
-      for (int64_t i = 0; i < d; ++i) sum += xr[i];
-      const double mean = sum / double(d);
-      double sq = 0;
-      for (int64_t i = 0; i < d; ++i) {
-        const double c = xr[i] - mean;
-        sq += c * c;
-      }
-      const double inv = 1.0 / std::sqrt(sq / double(d) + eps);
-      const float m = float(mean), s = float(inv);
-      if (bias)
-        for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * s * scale[i] + bias[i];
-      else
-        for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * s * scale[i];
-      mean_out[r] = m;
-      inv_out[r] = s;
-    }
-  });
-}
-
 // Mean and centered sum of squares of n floats, accumulated in double over independent lanes.
 void moments(const float *x, int64_t n, double &mean, double &squares) {
   constexpr int kLanes = 8;
@@ -100,6 +54,42 @@ void moments(const float *x, int64_t n, double &mean, double &squares) {
   squares = sq;
 }
 
+void layer_norm_f32(KernelContext &ctx) {
+  const Tensor &tx = ctx.input(0);
+  const Shape &shape = tx.shape();
+  const size_t axis = shape.normalize_axis(ctx.attrs.get_int("axis", -1));
+  const int64_t d = shape.rank() ? shape[shape.rank() - 1] : 1;
+  const bool fast = tx.dtype() == DType::Float32 && axis + 1 == shape.rank() && d > 0 &&
+                    last_axis_param(ctx.input(1), d) &&
+                    (!ctx.has_input(2) || last_axis_param(ctx.input(2), d)) &&
+                    ctx.output(1).dtype() == DType::Float32;
+  if (!fast) return run_reference_kernel(ctx);
+  const int64_t rows = tx.numel() / d;
+  const float *x = tx.data<float>();
+  const float *scale = ctx.input(1).data<float>();
+  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  float *y = ctx.output(0).data<float>();
+  float *mean_out = ctx.output(1).data<float>();
+  float *inv_out = ctx.output(2).data<float>();
+  const double eps = ctx.attrs.get_float("epsilon", 1e-5);
+  ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *xr = x + r * d;
+      float *yr = y + r * d;
+      double mean = 0, sq = 0;
+      moments(xr, d, mean, sq);
+      const double inv = 1.0 / std::sqrt(sq / double(d) + eps);
+      const float m = float(mean), s = float(inv);
+      if (bias)
+        for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * s * scale[i] + bias[i];
+      else
+        for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * s * scale[i];
+      mean_out[r] = m;
+      inv_out[r] = s;
+    }
+  });
+}
+
 void channel_groups_norm_f32(KernelContext &ctx, int64_t groups, bool per_group_params) {
   const Tensor &tx = ctx.input(0);
   const Shape &shape = tx.shape();
@@ -108,11 +98,7 @@ void channel_groups_norm_f32(KernelContext &ctx, int64_t groups, bool per_group_
                     ctx.input(2).dtype() == DType::Float32 &&
                     ctx.input(1).numel() == (per_group_params ? groups : shape[1]) &&
                     ctx.input(2).numel() == ctx.input(1).numel();
-  if (!fast) {
-    KernelFn ref = kernel_registry("reference").find(ctx.op, tx.dtype());
-    if (!ref) ctx.fail("no reference ", ctx.op, " kernel for ", dtype_name(tx.dtype()));
-    return ref(ctx);
-  }
+  if (!fast) return run_reference_kernel(ctx);
   const int64_t batch = shape[0], c = shape[1], per = c / groups;
   int64_t spatial = 1;
   for (size_t d = 2; d < shape.rank(); ++d) spatial *= shape[d];

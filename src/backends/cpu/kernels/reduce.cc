@@ -102,11 +102,7 @@ void reduce_f32(KernelContext &ctx) {
       if (!mask[static_cast<size_t>(g)] && shape[static_cast<size_t>(g)] != 1) block = false;
     last = static_cast<int>(d);
   }
-  if (!block || x.numel() == 0) {
-    const KernelFn ref = kernel_registry("reference").find(ctx.op, DType::Float32);
-    if (!ref) ctx.fail("no fallback kernel");
-    return ref(ctx);
-  }
+  if (!block || x.numel() == 0) return run_reference_kernel(ctx);
   int64_t outer = 1, n = 1, inner = 1;
   for (size_t d = 0; d < shape.rank(); ++d) {
     if (first >= 0 && static_cast<int>(d) < first) outer *= shape[d];
