@@ -141,12 +141,13 @@ TEST(Conv2dOp, CpuMatchesReference) {
       {{1, 3, 22, 40}, {5, 3, 3, 3}, {}, true},
       // Stride 2 with output rows wider than 16. Shallow (depth <= 160, first layers) runs on
       // row/column parity planes of a padded copy: left/right padding, a 7x7 first layer, an
-      // even kernel, two images. Deeper packs im2col 16 lanes at a time from 32 inputs; a 1x1
-      // downsample.
+      // even kernel, two images. Deeper packs im2col 16 lanes at a time from 32 inputs, unless
+      // the grid costs no extra lanes (the 7x7 output); a 1x1 downsample.
       {{1, 3, 45, 47}, {5, 3, 7, 7}, {{"strides", V{2, 2}}, {"pads", V{3, 3, 3, 3}}}, true},
       {{1, 4, 41, 70}, {6, 4, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 2, 1, 1}}}, false},
       {{2, 3, 39, 40}, {4, 3, 2, 2}, {{"strides", V{2, 2}}, {"pads", V{0, 1, 1, 0}}}, true},
       {{1, 20, 37, 39}, {6, 20, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
+      {{1, 32, 14, 14}, {20, 32, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
       {{1, 8, 36, 38}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 6, 6}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 4, 4}, {4, 8, 1, 1}, {{"pads", V{1, 1, 1, 1}}}, true},

@@ -8,12 +8,10 @@ namespace {
 // The ISA kernels exist on x86-64 only (their files are built with that ISA's flags there).
 constexpr F32GemmMicrokernel kMicrokernels[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
-    {"f32_gemm_12x32__avx512", 12, 32, 16, ukernels::f32_gemm_12x32__avx512,
-     ukernels::f32_gemm_12x32__avx512_in_place, vec::Isa::Avx512},
-    {"f32_gemm_6x16__avx2", 6, 16, 16, ukernels::f32_gemm_6x16__avx2, nullptr, vec::Isa::Avx2},
+    {"f32_gemm_12x32__avx512", 12, 32, 16, ukernels::f32_gemm_12x32__avx512, vec::Isa::Avx512},
+    {"f32_gemm_6x16__avx2", 6, 16, 16, ukernels::f32_gemm_6x16__avx2, vec::Isa::Avx2},
 #endif
-    {"f32_gemm_4x8__portable", 4, 8, 8, ukernels::f32_gemm_4x8__portable, nullptr,
-     vec::Isa::Baseline},
+    {"f32_gemm_4x8__portable", 4, 8, 8, ukernels::f32_gemm_4x8__portable, vec::Isa::Baseline},
 };
 
 }  // namespace

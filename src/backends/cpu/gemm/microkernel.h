@@ -17,10 +17,6 @@ struct F32GemmMicrokernel {
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
               bool accumulate, const ukernels::TileEpilogue *epilogue,
               const ukernels::GridColumns *grid);
-  // Reads B in place (see ukernels/f32_gemm.h); nullptr when the kernel only takes packed panels.
-  void (*run_in_place)(int64_t k, const float *a, const float *b, const int64_t *b_rows, float *c,
-                       int64_t ldc, int m, int n, bool accumulate,
-                       const ukernels::TileEpilogue *epilogue, const ukernels::GridColumns *grid);
   vec::Isa isa;  // the instruction set it needs
   bool supported() const { return isa <= vec::hardware_isa(); }
 };

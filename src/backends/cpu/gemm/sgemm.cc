@@ -79,6 +79,15 @@ Workspace &thread_workspace() {
   return workspace;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// Whether the AVX-512 packing kernels (ukernels/f32_pack.h) may run: the CPU's ISA, capped by
+// LUMEN_CPU_ISA like the micro-kernels.
+bool avx512_cpu() {
+  static const bool avx512 = vec::cpu_isa() == vec::Isa::Avx512;
+  return avx512;
+}
+#endif
+
 // One step of a packed panel whose values are contiguous in the source: `count` of them, then
 // zeros up to the panel width.
 void copy_step(float *dst, const float *src, int64_t count, int width) {
@@ -129,12 +138,11 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
   const int64_t col_block =
       even_block(n_end - n_begin, column_block(m_end - m_begin, a.prepacked()), nr);
   Workspace &ws = thread_workspace();
-  const InPlaceRows *b_rows = uk.run_in_place ? b.in_place() : nullptr;
   float *a_buffer = a.prepacked()
                         ? nullptr
                         : ws.a_buffer(static_cast<size_t>(
                               round_up(std::min(row_block, m_end - m_begin), mr) * depth));
-  float *b_buffer = b.prepacked() || b_rows
+  float *b_buffer = b.prepacked()
                         ? nullptr
                         : ws.b_buffer(static_cast<size_t>(
                               round_up(std::min(col_block, n_end - n_begin), nr) * depth));
@@ -143,7 +151,7 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       const int64_t kc = std::min(depth, k - k0);
       const bool accumulate = options.accumulate || k0 > 0;
-      const PanelBlock bp = b_rows ? PanelBlock{} : b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
+      const PanelBlock bp = b.panels(n0, nc, k0, kc, uk.nr, b_buffer);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += row_block) {
         const int64_t mc = std::min(row_block, m_end - m0);
         const PanelBlock ap = a.panels(m0, mc, k0, kc, uk.mr, a_buffer);
@@ -164,12 +172,8 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                                                   ? tile_epilogue(m0 + i * mr, n0 + j * nr)
                                                   : ukernels::TileEpilogue{};
             const ukernels::TileEpilogue *tile_e = last && epilogue ? &te : nullptr;
-            if (b_rows)
-              uk.run_in_place(kc, a_panel, b_rows->base + n0 + j * nr, b_rows->row_offsets + k0,
-                              c_tile, ldc, rows, cols, accumulate, tile_e, tile_g);
-            else
-              uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols,
-                     accumulate, tile_e, tile_g);
+            uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols, accumulate,
+                   tile_e, tile_g);
           }
           if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
             (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);
@@ -197,8 +201,7 @@ PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int 
 #if defined(__x86_64__) && defined(__GNUC__)
       // A transpose: one gather per panel step instead of `rows` scalar copies (9% of a 1024
       // matmul was spent here).
-      static const bool gather = vec::cpu_isa() == vec::Isa::Avx512;
-      if (gather && mr <= 16 && ld_ <= INT32_MAX / 16) {
+      if (avx512_cpu() && mr <= 16 && ld_ <= INT32_MAX / 16) {
         ukernels::f32_pack_rows__avx512(src, ld_, rows, kc, mr, dst);
         continue;
       }
@@ -218,8 +221,15 @@ PanelBlock RowTableB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int
     const int64_t c0 = n0 + j * nr;
     const int64_t cols = std::min<int64_t>(nr, n0 + nc - c0);
     float *dst = buffer + j * kc * nr;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (avx512_cpu() && nr == 32) {
+      ukernels::f32_pack_row_table_32__avx512(base_ + c0, offsets_.data() + k0, kc,
+                                              static_cast<int>(cols), dst);
+      continue;
+    }
+#endif
     for (int64_t p = 0; p < kc; ++p, dst += nr)
-      copy_step(dst, rows_.base + offsets_[k0 + p] + c0, cols, nr);
+      copy_step(dst, base_ + offsets_[k0 + p] + c0, cols, nr);
   }
   return {buffer, kc * nr};
 }
@@ -238,6 +248,12 @@ PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int 
       }
     } else {
       const float *src = b_ + k0 * ld_ + c0;
+#if defined(__x86_64__) && defined(__GNUC__)
+      if (avx512_cpu() && nr == 32) {
+        ukernels::f32_pack_strided_rows_32__avx512(src, ld_, kc, cols, dst);
+        continue;
+      }
+#endif
       for (int64_t p = 0; p < kc; ++p, dst += nr, src += ld_) copy_step(dst, src, cols, nr);
     }
   }
@@ -322,7 +338,7 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   // prepacked or in-place operand is only streamed, about 2 flops a byte, and threads reading the
   // same bytes share them in L3.
   const double tile_flops = 2.0 * uk.mr * uk.nr * double(k);
-  const bool b_read_once = b.prepacked() || (uk.run_in_place && b.in_place());
+  const bool b_read_once = b.prepacked();
   const double a_cost = 4.0 * double(m) * double(k) * (a.prepacked() ? 2 : 16);
   const double b_cost = 4.0 * double(k) * double(n) * (b_read_once ? 2 : 16);
   // The busiest thread's tiles: its share, plus half a panel row or column for the uneven last

@@ -1,13 +1,11 @@
 // CPU conv2d and fused_conv (float32). Each (image, group) is one GEMM on Lumen's own GEMM
 // (gemm/sgemm.h): Y[mg, oh * ow] = W[mg, cg * kh * kw] * im2col(X). The weights are packed once
 // when the model is compiled (the prepare function below); the im2col matrix is never built
-// whole: the GEMM packs its panels straight from the input (im2col_panels.h), or, for stride-1
-// and shallow stride-2 convs, from a zero-padded copy of the input (padded_image.h, stride 2 split
-// into parity planes so its rows are contiguous); a 1x1 / stride-1 / unpadded conv
-// reads the input as the B matrix it already is. Where the micro-kernel reads B in place, the
-// padded copy needs no packing at all. Convs with one input
-// channel per group (depthwise) run in depthwise_conv.cc. float64 convs run on the reference
-// backend.
+// whole: the GEMM packs its panels straight from the input (im2col_panels.h), or, for most
+// stride-1 and stride-2 convs, from a zero-padded copy of the input (padded_image.h, stride 2
+// split into parity planes so its rows are contiguous); a 1x1 / stride-1 / unpadded conv reads the
+// input as the B matrix it already is. Convs with one input channel per group (depthwise) run in
+// depthwise_conv.cc. float64 convs run on the reference backend.
 //
 // Threading: with more (image, group) items than threads and items too small to split, each
 // thread takes whole items; otherwise the items run one after another, each GEMM over the pool.
@@ -159,7 +157,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
                   .grid = &grid});
       return;
     }
-    // Pointwise convs pack B although the micro-kernel could read the planes in place: rows a
+    // Pointwise convs pack B although a micro-kernel could read the planes in place: rows a
     // whole plane apart fall into few L1 sets (56x56: 16 of 64) and thrash it, 1.8x slower.
     const cpu::StridedB plain_b(xg, in_plane, false);
     const cpu::Im2colB im2col_b(p, xg);

@@ -8,27 +8,34 @@
 namespace lumen::cpu {
 namespace {
 
-// Stride 2 reads B in place only where the depth is small, in first layers (3 input channels:
-// 27 or 147 rows): there packing im2col panels cost as much as the products (2 threads, 224x224
-// input: 3->32 3x3 0.24 -> 0.12 ms, 3->64 7x7 1.01 -> 0.71 ms). Deep stride-2 convs pack: each
-// packed panel feeds many more products, and hundreds of rows a plane apart in place thrash L1.
-constexpr int64_t kMaxStride2InPlaceDepth = 160;
+// Stride 2 takes the grid for shallow convs (first layers: 3 input channels, 27 or 147 rows)
+// where packing im2col panels cost as much as the products, even at up to 10% more lanes
+// (2 threads, 224x224 input: 3->32 3x3 0.24 -> 0.12 ms, 3->64 7x7 1.01 -> 0.71 ms); deeper ones
+// only where it costs no extra lanes (7x7 outputs: Inception-v2's 128->192 and 256->256 3x3
+// convs 0.76-0.80x the im2col time; on 14x14 outputs, 208 -> 224 lanes, 1.0-1.19x).
+constexpr int64_t kShallowDepth = 160;
 
-// Copies the row of `in` (`w` floats) that lands on a padded row into dst (`count` floats), where
-// dst[x] = padded[first + step * x] and padded[i] = in[i - pl] inside the row, 0 outside.
-LUMEN_VEC_INLINE inline void padded_row(const float *in, int64_t w, int64_t pl, int64_t first,
-                                        int64_t step, float *dst, int64_t count) {
-  // x such that 0 <= first + step * x - pl < w.
-  const int64_t lead = pl - first;  // in[step * x - lead]
-  const int64_t x0 = std::clamp<int64_t>(lead <= 0 ? 0 : (lead + step - 1) / step, 0, count);
-  const int64_t x1 = std::clamp<int64_t>((w + lead + step - 1) / step, x0, count);
-  std::fill(dst, dst + x0, 0.0f);
-  const float *src = in - lead;
-  if (step == 1)
-    for (int64_t x = x0; x < x1; ++x) dst[x] = src[x];
-  else
-    for (int64_t x = x0; x < x1; ++x) dst[x] = src[2 * x];
-  std::fill(dst + x1, dst + count, 0.0f);
+// The columns of a padded row that come from the input row: dst[x] = in[step * x - lead] for
+// x0 <= x < x1, zeros around them, where dst[x] = padded[first + step * x] and padded[i] =
+// in[i - pl] inside the row. The same for every row of a column parity, so found once (its
+// divisions cost more than copying a short row).
+struct RowSpan {
+  int64_t x0, x1, lead;
+  RowSpan(int64_t w, int64_t pl, int64_t first, int64_t step, int64_t count) : lead(pl - first) {
+    // x such that 0 <= first + step * x - pl < w.
+    x0 = std::clamp<int64_t>(lead <= 0 ? 0 : (lead + step - 1) / step, 0, count);
+    x1 = std::clamp<int64_t>((w + lead + step - 1) / step, x0, count);
+  }
+};
+
+// Copies the input row `in` into the padded row dst (`count` floats) as `span` says.
+template <int64_t kStep>
+LUMEN_VEC_INLINE inline void padded_row(const float *in, const RowSpan &span, float *dst,
+                                        int64_t count) {
+  std::fill(dst, dst + span.x0, 0.0f);
+  const float *src = in - span.lead;
+  for (int64_t x = span.x0; x < span.x1; ++x) dst[x] = src[kStep * x];
+  std::fill(dst + span.x1, dst + count, 0.0f);
 }
 
 }  // namespace
@@ -41,24 +48,24 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
     wp = p.ow + (p.kw - 1) * p.dw;
     // The padded grid must hold the whole input (no negative padding on the far side).
     if (hp < p.h + p.pt || wp < p.w + p.pl) return false;
-    // Packing: at most ~10% extra columns, a 3x3 conv on maps at least 20 wide.
-    if (!kernel.run_in_place) return 10 * (wp - p.ow) <= p.ow;
-  } else if (p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1 && kernel.run_in_place &&
-             p.cg * p.kh * p.kw <= kMaxStride2InPlaceDepth) {
+  } else if (p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1) {
     wp = p.ow + (p.kw - 1) / 2;
   } else {
     return false;
   }
-  // In place, extra columns cost only the lanes the micro-kernel computes for them (a 3x3 conv on
-  // a 7x7 map fills two 32-column tiles either way), against packing im2col panels: at most ~10%
-  // more lanes. On 13x13 maps the grid's 195 columns take 208 lanes to the plane's 176, and the
-  // packed im2col path ran 5-12% faster (1 thread, squeezenet's 48->192 and 64->256 3x3 convs);
-  // on 14x14 (224 to 208) and 27x27 (784 to 736) the two were even or the grid ahead.
+  // The grid's extra columns cost the lanes the micro-kernel computes for them (a 3x3 conv on a
+  // 7x7 map fills two 32-column tiles either way), against packing im2col panels, a gather per
+  // value where the grid copies rows. On 13x13 maps the grid's 195 columns take 208 lanes to the
+  // plane's 176, and the im2col path ran 5-12% faster (1 thread, squeezenet's 48->192 and
+  // 64->256 3x3 convs); on 14x14 (224 to 208) and 27x27 (784 to 736) the two were even or the
+  // grid ahead.
   const auto lanes = [&](int64_t columns) {
     const int64_t rest = columns % kernel.nr;
     return columns - rest + ceil_div(rest, kernel.edge_cols) * kernel.edge_cols;
   };
-  return 10 * lanes(p.oh * wp) <= 11 * lanes(p.oh * p.ow);
+  const int64_t grid_lanes = lanes(p.oh * wp), plain_lanes = lanes(p.oh * p.ow);
+  if (p.sh == 2 && p.cg * p.kh * p.kw > kShallowDepth) return grid_lanes <= plain_lanes;
+  return 10 * grid_lanes <= 11 * plain_lanes;
 }
 
 PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x) : oh_(p.oh) {
@@ -78,19 +85,28 @@ PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x) 
   // column parities. Over the pool: done serially, the copy was a tenth of a small conv.
   const int64_t row_parities = stride2 ? 2 : 1;
   const int64_t items = checked_mul(checked_mul(p.cg, row_parities), hp);
+  const int64_t step = stride2 ? 2 : 1;
+  const RowSpan spans[2] = {RowSpan(p.w, p.pl, 0, step, wp_), RowSpan(p.w, p.pl, 1, step, wp_)};
   pool.parallel_for(items, std::max<int64_t>(1, 8192 / wp_), [&](int64_t begin, int64_t end) {
     vec::run_best([&]() LUMEN_VEC_INLINE {
+      // The item's (c, pa, y), counted up rather than divided out per row.
+      int64_t y = begin % hp, pa = (begin / hp) % row_parities, c = begin / hp / row_parities;
       for (int64_t item = begin; item < end; ++item) {
-        const int64_t y = item % hp, pa = (item / hp) % row_parities, c = item / hp / row_parities;
         const int64_t r = stride2 ? 2 * y + pa : y;  // padded row
         const int64_t ir = r - p.pt;                 // input row
         const float *in = x + (c * p.h + ir) * p.w;
-        for (int64_t pb = 0; pb < (stride2 ? 2 : 1); ++pb) {
+        for (int64_t pb = 0; pb < step; ++pb) {
           float *row = dst + (c * parities + 2 * pa + pb) * plane + y * wp_;
           if (ir < 0 || ir >= p.h)
             std::fill(row, row + wp_, 0.0f);
+          else if (stride2)
+            padded_row<2>(in, spans[pb], row, wp_);
           else
-            padded_row(in, p.w, p.pl, pb, stride2 ? 2 : 1, row, wp_);
+            padded_row<1>(in, spans[0], row, wp_);
+        }
+        if (++y == hp) {
+          y = 0;
+          if (++pa == row_parities) pa = 0, ++c;
         }
       }
     });

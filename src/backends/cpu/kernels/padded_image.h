@@ -7,8 +7,7 @@
 // Stride 2: each padded plane is split by row and column parity into four planes of
 // (oh + (kh - 1) / 2) x Wp, Wp = ow + (kw - 1) / 2, so that tap (a, b) of every output is at the
 // same offset: plane (a % 2, b % 2), shifted by (a / 2) * Wp + b / 2. Rows of B are contiguous
-// either way: micro-kernels that read B in place need no packing at all, the others pack each
-// panel row with one contiguous copy.
+// either way: the GEMM packs each panel step with one contiguous copy, no im2col gather.
 #pragma once
 
 #include <memory>
@@ -25,9 +24,7 @@ class PaddedImage {
   // Copies the group's input channels (starting at `x`) into zero-padded planes, over `pool`.
   PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x);
 
-  // Whether the padded grid applies to this conv and costs few extra columns: with `kernel`
-  // reading B in place, few extra column tiles; otherwise (packing, stride 1 only), at most ~10%
-  // extra columns.
+  // Whether the padded grid applies to this conv and costs `kernel` few extra lanes (see the .cc).
   static bool worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel);
   int64_t grid_width() const { return wp_; }  // Wp
   int64_t columns() const { return oh_ * wp_; }

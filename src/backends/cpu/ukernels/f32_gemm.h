@@ -8,9 +8,6 @@
 // added to C, otherwise it overwrites C. One file per instruction set, compiled with that ISA's
 // flags (see CMakeLists.txt); the GEMM driver picks one at run time from the CPU's features.
 //
-// The _in_place variants read B where it lies instead of from a packed panel: row p of B starts
-// at b + b_rows[p] (any alignment), columns contiguous; columns past n are not read.
-//
 // With an epilogue (the last depth block of a fused op), each stored value becomes
 // clamp(c + row_bias[i] + col_bias[j] + residual[i, j], lo, hi) while the tile is still in
 // registers: bias, a residual (ResNet's skip connection) and relu, clip or no activation, without
@@ -69,10 +66,6 @@ inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, bool accumulate, const TileEpilogue *epilogue,
                             const GridColumns *grid);
-void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
-                                     const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate, const TileEpilogue *epilogue,
-                                     const GridColumns *grid);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                          int n, bool accumulate, const TileEpilogue *epilogue,
                          const GridColumns *grid);

@@ -16,26 +16,6 @@
 namespace lumen::ukernels {
 namespace {
 
-// Where the B vectors of step p come from: a packed panel (NR floats per step), or a row of B
-// read in place at b + rows[p] (a conv's padded input, shifted per kernel tap), loaded with the
-// edge tile's column mask so nothing past the last column is read.
-struct PackedPanel {
-  const float *b;
-  __m512 load(int64_t p, int v, __mmask16) const { return _mm512_load_ps(b + p * 32 + 16 * v); }
-  void prefetch(int64_t p) const {
-    _mm_prefetch(reinterpret_cast<const char *>(b + p * 32), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(b + p * 32 + 16), _MM_HINT_T0);
-  }
-};
-struct RowsInPlace {
-  const float *b;
-  const int64_t *rows;
-  __m512 load(int64_t p, int v, __mmask16 mask) const {
-    return _mm512_maskz_loadu_ps(mask, b + rows[p] + 16 * v);
-  }
-  void prefetch(int64_t) const {}
-};
-
 // Grid columns (see f32_gemm.h): the lanes of a 16-column vector of the tile that land in C, as
 // runs stored with one masked store each: lane L of the vector goes to c_row[offset + L].
 struct GridRun {
@@ -53,7 +33,7 @@ constexpr int64_t kAPrefetchFloats = 1536;
 // A packed B panel (a MatMul's weights, 340 MB per BERT-base inference) streams from memory the
 // same way for the first tile of its column: ask for it 64 steps (8 KiB) ahead. 2 threads,
 // lumen/onnxruntime: BERT-base 0.97-0.99 -> 0.88-0.93, the 20-layer MLP 0.87-0.90 -> 0.75-0.82,
-// a 4096 GEMM 80.5% -> 82-87% of peak. Reading B in place (a conv's padded image) it does nothing.
+// a 4096 GEMM 80.5% -> 82-87% of peak.
 constexpr int64_t kBPrefetchSteps = 64;
 
 // The runs of every vector of a tile n columns wide; one division per tile (this runs once per
@@ -83,8 +63,8 @@ void grid_runs(const GridColumns &g, int n, GridRun (*runs)[kMaxGridRuns], int *
 // The tile with kRows of the panel's 12 rows and kVectors 16-wide column vectors: edge tiles
 // compute only what they need, which matters for narrow outputs (7x7 feature maps: 16 columns
 // left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
-template <int kRows, int kVectors, class BSource>
-void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
+template <int kRows, int kVectors>
+void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
           bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
   constexpr int kPanelRows = 12;
   __mmask16 mask[kVectors];
@@ -111,11 +91,12 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p, a += kPanelRows) {
+  for (int64_t p = 0; p < k; ++p, a += kPanelRows, b += 32) {
     _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchFloats), _MM_HINT_T0);
-    b.prefetch(p + kBPrefetchSteps);
+    _mm_prefetch(reinterpret_cast<const char *>(b + 32 * kBPrefetchSteps), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(b + 32 * kBPrefetchSteps + 16), _MM_HINT_T0);
     __m512 bv[kVectors];
-    for (int v = 0; v < kVectors; ++v) bv[v] = b.load(p, v, mask[v]);
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
@@ -175,9 +156,10 @@ void tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, in
   }
 }
 
-template <class BSource>
-void any_tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m, int n,
-              bool accumulate, const TileEpilogue *e, const GridColumns *g) {
+}  // namespace
+
+void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
+                            int n, bool accumulate, const TileEpilogue *e, const GridColumns *g) {
   if (n <= 16) {
     if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
     if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
@@ -186,21 +168,6 @@ void any_tile(int64_t k, const float *a, BSource b, float *c, int64_t ldc, int m
   if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
   if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
   tile<12, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
-}
-
-}  // namespace
-
-void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue,
-                            const GridColumns *grid) {
-  any_tile(k, a, PackedPanel{b}, c, ldc, m, n, accumulate, epilogue, grid);
-}
-
-void f32_gemm_12x32__avx512_in_place(int64_t k, const float *a, const float *b,
-                                     const int64_t *b_rows, float *c, int64_t ldc, int m, int n,
-                                     bool accumulate, const TileEpilogue *epilogue,
-                                     const GridColumns *grid) {
-  any_tile(k, a, RowsInPlace{b, b_rows}, c, ldc, m, n, accumulate, epilogue, grid);
 }
 
 }  // namespace lumen::ukernels

@@ -10,4 +10,12 @@ namespace lumen::ukernels {
 void f32_pack_rows__avx512(const float *src, int64_t ld, int rows, int64_t kc, int width,
                            float *dst);
 
+// dst[p * 32 + j] = base[row_offsets[p] + j] for j < cols, 0 for cols <= j < 32; p < kc. Reads
+// nothing past column `cols` of a row; dst 64-byte aligned.
+void f32_pack_row_table_32__avx512(const float *base, const int64_t *row_offsets, int64_t kc,
+                                   int cols, float *dst);
+// The same with row p at src + p * ld.
+void f32_pack_strided_rows_32__avx512(const float *src, int64_t ld, int64_t kc, int cols,
+                                      float *dst);
+
 }  // namespace lumen::ukernels
