@@ -1,6 +1,6 @@
 // Lumen's own GEMM (backends/cpu/gemm) against a float64 reference product, for every
-// micro-kernel this CPU supports: edge tiles, transposes, prepacked operands, B read in place,
-// accumulation, depth blocks, the finish hook and threading.
+// micro-kernel this CPU supports: edge tiles, transposes, prepacked operands, a row-table B,
+// accumulation, depth blocks, the finish hook and threading (a row split packs B once, shared).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -72,6 +72,21 @@ std::vector<const F32GemmMicrokernel *> supported_kernels() {
   return out;
 }
 
+// A plain B that says it is gathered, like an im2col matrix: a row split then packs it once,
+// shared by its threads.
+class GatheredB final : public GemmB {
+ public:
+  explicit GatheredB(const GemmB &source) : source_(source) {}
+  PanelBlock panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
+                    float *buffer) const override {
+    return source_.panels(n0, nc, k0, kc, nr, buffer);
+  }
+  bool gathered() const override { return true; }
+
+ private:
+  const GemmB &source_;
+};
+
 TEST(Sgemm, EveryMicrokernelMatchesReference) {
   ThreadPool pool(2);
   ASSERT_FALSE(supported_kernels().empty());
@@ -84,9 +99,12 @@ TEST(Sgemm, EveryMicrokernelMatchesReference) {
       const StridedB sb(b.data(), c.trans_b ? c.k : c.n, c.trans_b);
       const PackedA pa(sa, c.m, c.k, *kernel);
       const PackedB pb(sb, c.k, c.n, *kernel);
-      for (int variant = 0; variant < 4; ++variant) {
+      const GatheredB gathered(sb);
+      for (int variant = 0; variant < 6; ++variant) {
         const GemmA &ga = variant & 1 ? static_cast<const GemmA &>(pa) : sa;
-        const GemmB &gb = variant & 2 ? static_cast<const GemmB &>(pb) : sb;
+        const GemmB &gb = variant & 4   ? static_cast<const GemmB &>(gathered)
+                          : variant & 2 ? static_cast<const GemmB &>(pb)
+                                        : sb;
         for (int64_t threads : {1, 2}) {
           // NaN in C must not leak into an overwriting product.
           std::vector<float> out(static_cast<size_t>(c.m * c.n), NAN);
@@ -101,9 +119,9 @@ TEST(Sgemm, EveryMicrokernelMatchesReference) {
 }
 
 // B given as a row table (a conv's shifted input planes): rows in any order, unaligned and
-// overlapping, read in place by kernels that can and packed by the others. The buffer ends right
-// before an inaccessible page, so a kernel that reads past a row's last column would crash.
-TEST(Sgemm, RowTableOperandIsReadInPlaceWithinItsColumns) {
+// overlapping. The buffer ends right before an inaccessible page, so packing that reads past a
+// row's last column would crash.
+TEST(Sgemm, RowTableOperandIsReadWithinItsColumns) {
   ThreadPool pool(2);
   const long page = sysconf(_SC_PAGESIZE);
   for (const F32GemmMicrokernel *kernel : supported_kernels()) {

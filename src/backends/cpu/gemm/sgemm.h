@@ -43,6 +43,9 @@ class GemmB {
   virtual PanelBlock panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
                             float *buffer) const = 0;
   virtual bool prepacked() const { return false; }
+  // Whether packing a panel gathers its values one by one (an im2col matrix) rather than copying
+  // rows: costly enough that a row split packs B once, shared by its threads (sgemm.cc).
+  virtual bool gathered() const { return false; }
 };
 
 // A row-major matrix, or its transpose: element (i, p) of op(A) is a[i * ld + p], or a[p * ld + i]

@@ -14,6 +14,7 @@ class Im2colB final : public GemmB {
   Im2colB(const ConvParams &p, const float *x) : p_(p), x_(x) {}
   PanelBlock panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
                     float *buffer) const override;
+  bool gathered() const override { return true; }
 
  private:
   const ConvParams &p_;
