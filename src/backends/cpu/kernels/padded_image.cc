@@ -56,9 +56,9 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
   // The grid's extra columns cost the lanes the micro-kernel computes for them (a 3x3 conv on a
   // 7x7 map fills two 32-column tiles either way), against packing im2col panels, a gather per
   // value where the grid copies rows. On 13x13 maps the grid's 195 columns take 208 lanes to the
-  // plane's 176, and the im2col path ran 5-12% faster (1 thread, squeezenet's 48->192 and
-  // 64->256 3x3 convs); on 14x14 (224 to 208) and 27x27 (784 to 736) the two were even or the
-  // grid ahead.
+  // plane's 176, and the im2col path ran 12-14% faster at 1 thread, 1% at 2 (squeezenet's 48->192
+  // and 64->256 3x3 convs); on 14x14 (224 to 208) and 27x27 (784 to 736) the two were even or
+  // the grid ahead.
   const auto lanes = [&](int64_t columns) {
     const int64_t rest = columns % kernel.nr;
     return columns - rest + ceil_div(rest, kernel.edge_cols) * kernel.edge_cols;
