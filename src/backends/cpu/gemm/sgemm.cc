@@ -97,14 +97,26 @@ void copy_step(float *dst, const float *src, int64_t count, int width) {
   std::fill(dst + count, dst + width, 0.0f);
 }
 
+// The panels of depth range [k0, k0 + kc) starting at panel `first`, from an operand packed in
+// depth blocks of `depth`: any range within one packed block.
+PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width, int64_t depth,
+                        int64_t first, int64_t k0, int64_t kc) {
+  const int64_t block_k0 = k0 - k0 % depth, block_kc = std::min(depth, k - block_k0);
+  if (kc <= 0 || k0 + kc > block_k0 + block_kc)
+    fail("packed GEMM operand: depth range [", k0, ", ", k0 + kc, ") crosses the blocks of ", depth,
+         " it was packed in");
+  const int64_t panels = (extent + width - 1) / width;
+  return {data + block_k0 * panels * width + first * block_kc * width + (k0 - block_k0) * width,
+          block_kc * width};
+}
+
 // B packed whole, panel by panel over the whole depth (PackedB's layout), by all the threads of a
 // row-split GEMM together: each then streams it, instead of every thread packing all of B itself
 // (SqueezeNet's 13x13 3x3 convs, 2 threads: both gathered the whole 576-deep im2col matrix).
-// Any k0 and kc: the panels hold the whole depth.
 class SharedPackedB final : public GemmB {
  public:
   SharedPackedB(ThreadPool &pool, const GemmB &source, int64_t k, int64_t n, int nr, float *data)
-      : k_(k), nr_(nr), data_(data) {
+      : k_(k), n_(n), nr_(nr), data_(data) {
     const int64_t panels = (n + nr - 1) / nr;
     pool.parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
@@ -116,13 +128,13 @@ class SharedPackedB final : public GemmB {
       }
     });
   }
-  PanelBlock panels(int64_t n0, int64_t, int64_t k0, int64_t, int, float *) const override {
-    return {data_ + (n0 / nr_) * k_ * nr_ + k0 * nr_, k_ * nr_};
+  PanelBlock panels(int64_t n0, int64_t, int64_t k0, int64_t kc, int, float *) const override {
+    return packed_block(data_, n_, k_, nr_, k_, n0 / nr_, k0, kc);
   }
   bool prepacked() const override { return true; }
 
  private:
-  int64_t k_;
+  int64_t k_, n_;
   int nr_;
   const float *data_;
 };
@@ -312,19 +324,6 @@ std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_
   return data;
 }
 
-// The panels of depth range [k0, k0 + kc) starting at panel `first`, from an operand packed in
-// depth blocks of `depth`: any range within one packed block.
-PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width, int64_t depth,
-                        int64_t first, int64_t k0, int64_t kc) {
-  const int64_t block_k0 = k0 - k0 % depth, block_kc = std::min(depth, k - block_k0);
-  if (kc <= 0 || k0 + kc > block_k0 + block_kc)
-    fail("packed GEMM operand: depth range [", k0, ", ", k0 + kc, ") crosses the blocks of ", depth,
-         " it was packed in");
-  const int64_t panels = (extent + width - 1) / width;
-  return {data + block_k0 * panels * width + first * block_kc * width + (k0 - block_k0) * width,
-          block_kc * width};
-}
-
 }  // namespace
 
 PackedA::PackedA(const GemmA &source, int64_t m, int64_t k, const F32GemmMicrokernel &kernel)
@@ -367,7 +366,7 @@ void sgemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const GemmA &a, co
   // bytes it handles. Splitting columns makes every thread handle all of A (and its own slice of
   // B); splitting rows, all of B. An operand packed on the fly costs each thread that packs it
   // about 16 flops a byte (an im2col gather more than a copy), and every thread packs its own; a
-  // prepacked or in-place operand is only streamed, about 2 flops a byte, and threads reading the
+  // prepacked operand is only streamed, about 2 flops a byte, and threads reading the
   // same bytes share them in L3.
   const double tile_flops = 2.0 * uk.mr * uk.nr * double(k);
   const bool b_read_once = b.prepacked();
