@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../ops/op_test_util.h"
+#include "backends/cpu/kernels/winograd_conv.h"
 #include "core/backend.h"
 #include "lumen/lumen.h"
 
@@ -66,9 +67,10 @@ TEST(PreparedWeights, ConvTransposeMatchesReference) {
   }
 }
 
-// 3x3 stride-1 convs with at least 96 channels on maps of 14x14 and more (64 channels on 56x56 and
-// more) run Winograd F(2x2, 3x3) (winograd_conv.h): odd output sizes (partial tiles), padding,
-// bias, residual and activation; large maps in bands of tile rows (the last one partial).
+// 3x3 stride-1 convs with enough channels on maps of 6x6 and more run Winograd F(2x2, 3x3)
+// (winograd_conv.h): odd output sizes (partial tiles), padding, bias, residual and activation;
+// large maps in bands of tile rows (the last one partial); the smallest maps and channel counts
+// that qualify.
 TEST(PreparedWeights, WinogradConvMatchesReference) {
   const Tensor w = Tensor::randn({100, 96, 3, 3}, 12);
   const Tensor b = Tensor::randn({100}, 13);
@@ -84,6 +86,35 @@ TEST(PreparedWeights, WinogradConvMatchesReference) {
   expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 64, 57, 58}, 20),
                                {w64, b64, Tensor::randn({1, 64, 57, 58}, 21)}, fused);
   expect_cpu_matches_reference("conv2d", Tensor::randn({2, 64, 58, 61}, 22), {w64}, {});
+  expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 64, 7, 7}, 23),
+                               {w64, b64, Tensor::randn({1, 64, 7, 7}, 24)}, fused);
+  expect_cpu_matches_reference("conv2d", Tensor::randn({1, 48, 8, 8}, 25),
+                               {Tensor::randn({96, 48, 3, 3}, 26)}, {});
+  expect_cpu_matches_reference("conv2d", Tensor::randn({1, 32, 27, 27}, 27),
+                               {Tensor::randn({128, 32, 3, 3}, 28)}, pad1);
+  expect_cpu_matches_reference("fused_conv", Tensor::randn({1, 128, 27, 28}, 29),
+                               {Tensor::randn({32, 128, 3, 3}, 30), Tensor::randn({32}, 31)},
+                               fused);
+}
+
+// The shapes above are on the Winograd side of the rule; those below, just off it.
+TEST(PreparedWeights, WinogradRuleBoundaries) {
+  const auto conv = [](int64_t c, int64_t m, int64_t oh, int64_t ow) {
+    ConvParams p{};
+    p.n = 1, p.c = c, p.cg = c, p.m = m, p.mg = m, p.group = 1;
+    p.kh = p.kw = 3, p.sh = p.sw = 1, p.dh = p.dw = 1;
+    p.oh = oh, p.ow = ow, p.h = oh, p.w = ow, p.pt = p.pl = 1;
+    return p;
+  };
+  for (const ConvParams &p : {conv(96, 100, 15, 17), conv(64, 64, 7, 7), conv(48, 96, 6, 6),
+                              conv(32, 128, 27, 27), conv(128, 32, 27, 28)})
+    EXPECT_TRUE(cpu::winograd_applies(p)) << p.c << "->" << p.m << " " << p.oh << "x" << p.ow;
+  for (const ConvParams &p : {conv(16, 64, 55, 55), conv(64, 64, 5, 7), conv(128, 32, 26, 27),
+                              conv(32, 96, 27, 27), conv(512, 16, 56, 56)})
+    EXPECT_FALSE(cpu::winograd_applies(p)) << p.c << "->" << p.m << " " << p.oh << "x" << p.ow;
+  ConvParams strided = conv(64, 64, 28, 28);
+  strided.sh = 2;
+  EXPECT_FALSE(cpu::winograd_applies(strided));
 }
 
 TEST(PreparedWeights, MatmulAndGemmMatchReference) {

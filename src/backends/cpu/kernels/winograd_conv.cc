@@ -103,14 +103,17 @@ void output_tile_row(const float *prod, int64_t k_stride, int64_t tiles, float *
 
 }  // namespace
 
-// Measured against the GEMM path (2 threads): at 96-256 channels on 14x14 and 28x28 maps 1.5-2.5x
-// faster; at 64 channels only on large maps (56x56: 1.0 vs 1.5 ms for 64 -> 64, 2.6 vs 4.3 ms for
-// 64 -> 192), about even on 28x28; slower at 16-32 channels, where the transforms dominate.
+// Measured against the GEMM path in whole models (2 threads, in-process A/B): 0.6-0.8x its time
+// from 32 input and 64 output channels up, down to 6x6 maps (ResNet-50's 512 -> 512 on 7x7 0.59x,
+// ZFNet's 12x12 convs 0.57-0.61x, SqueezeNet's 32 -> 128 on 27x27 0.84x and 64 -> 256 on 13x13
+// 0.80x, Inception-v2's 64 -> 64 on 28x28 0.78x); with 32 output channels only on large maps
+// (DenseNet's 128 -> 32: 0.85-0.94x on 56x56 and 28x28, 1.05-1.3x on 14x14 and 7x7); slower with
+// 16 input channels (SqueezeNet's 16 -> 64 on 55x55: 1.2x), where the transforms dominate.
 bool winograd_applies(const ConvParams &p) {
   if (p.kh != 3 || p.kw != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 || p.dw != 1 || p.group != 1)
     return false;
-  if (p.oh < 14 || p.ow < 14) return false;
-  return (p.c >= 96 && p.m >= 96) || (p.c >= 64 && p.m >= 64 && p.oh * p.ow >= 56 * 56);
+  if (p.oh < 6 || p.ow < 6 || p.c < 32 || p.m < 32 || p.c * p.m < 4096) return false;
+  return p.m >= 64 || p.oh * p.ow >= 27 * 27;
 }
 
 std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int64_t c) {
