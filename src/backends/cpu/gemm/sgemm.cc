@@ -110,6 +110,17 @@ PanelBlock packed_block(const float *data, int64_t extent, int64_t k, int width,
           block_kc * width};
 }
 
+// Packs the panels of columns (or rows) [n0, n0 + nc) over depths [k0, k0 + kc) into dst, one
+// after another; a source that hands out a view of panels it already holds is copied from there.
+template <class Source>
+void pack_into(const Source &source, int64_t n0, int64_t nc, int64_t k0, int64_t kc, int width,
+               float *dst) {
+  const PanelBlock block = source.panels(n0, nc, k0, kc, width, dst);
+  const int64_t panels = (nc + width - 1) / width;
+  if (block.data != dst)
+    std::memcpy(dst, block.data, static_cast<size_t>(panels * kc * width) * sizeof(float));
+}
+
 // B packed whole, panel by panel over the whole depth (PackedB's layout), by all the threads of a
 // row-split GEMM together: each then streams it, instead of every thread packing all of B itself
 // (SqueezeNet's 13x13 3x3 convs, 2 threads: both gathered the whole 576-deep im2col matrix).
@@ -119,13 +130,8 @@ class SharedPackedB final : public GemmB {
       : k_(k), n_(n), nr_(nr), data_(data) {
     const int64_t panels = (n + nr - 1) / nr;
     pool.parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        float *dst = data + j * k * nr;
-        const PanelBlock block =
-            source.panels(j * nr, std::min<int64_t>(nr, n - j * nr), 0, k, nr, dst);
-        if (block.data != dst)
-          std::memcpy(dst, block.data, static_cast<size_t>(k * nr) * sizeof(float));
-      }
+      for (int64_t j = begin; j < end; ++j)
+        pack_into(source, j * nr, std::min<int64_t>(nr, n - j * nr), 0, k, nr, data + j * k * nr);
     });
   }
   PanelBlock panels(int64_t n0, int64_t, int64_t k0, int64_t kc, int, float *) const override {
@@ -314,13 +320,9 @@ std::shared_ptr<float[]> pack_whole(const Source &source, int64_t extent, int64_
                                     int64_t depth) {
   const int64_t panels = (extent + width - 1) / width;
   auto data = aligned_floats(static_cast<size_t>(checked_mul(checked_mul(panels, k), width)));
-  for (int64_t k0 = 0; k0 < k; k0 += depth) {
-    const int64_t kc = std::min(depth, k - k0);
-    float *dst = data.get() + k0 * panels * width;
-    const PanelBlock block = source.panels(0, extent, k0, kc, width, dst);
-    if (block.data != dst)
-      std::memcpy(dst, block.data, static_cast<size_t>(panels * kc * width) * sizeof(float));
-  }
+  for (int64_t k0 = 0; k0 < k; k0 += depth)
+    pack_into(source, 0, extent, k0, std::min(depth, k - k0), width,
+              data.get() + k0 * panels * width);
   return data;
 }
 

@@ -11,24 +11,26 @@
 #include "backends/cpu/ukernels/avx512_lanes.h"
 
 namespace lumen::ukernels {
+namespace {
+
+// One panel step: the row's first 32 columns under the masks, zeros in the other lanes.
+inline void pack_step(const float *row, __mmask16 low, __mmask16 high, float *dst) {
+  _mm512_store_ps(dst, _mm512_maskz_loadu_ps(low, row));
+  _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(high, row + 16));
+}
+
+}  // namespace
 
 void f32_pack_row_table_32__avx512(const float *base, const int64_t *row_offsets, int64_t kc,
                                    int cols, float *dst) {
   const __mmask16 low = first_lanes(cols), high = first_lanes(cols - 16);
-  for (int64_t p = 0; p < kc; ++p, dst += 32) {
-    const float *row = base + row_offsets[p];
-    _mm512_store_ps(dst, _mm512_maskz_loadu_ps(low, row));
-    _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(high, row + 16));
-  }
+  for (int64_t p = 0; p < kc; ++p, dst += 32) pack_step(base + row_offsets[p], low, high, dst);
 }
 
 void f32_pack_strided_rows_32__avx512(const float *src, int64_t ld, int64_t kc, int cols,
                                       float *dst) {
   const __mmask16 low = first_lanes(cols), high = first_lanes(cols - 16);
-  for (int64_t p = 0; p < kc; ++p, dst += 32, src += ld) {
-    _mm512_store_ps(dst, _mm512_maskz_loadu_ps(low, src));
-    _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(high, src + 16));
-  }
+  for (int64_t p = 0; p < kc; ++p, dst += 32, src += ld) pack_step(src, low, high, dst);
 }
 
 }  // namespace lumen::ukernels
