@@ -9,7 +9,7 @@ namespace {
 constexpr F32GemmMicrokernel kMicrokernels[] = {
 #if defined(__x86_64__) && defined(__GNUC__)
     {"f32_gemm_12x32__avx512", 12, 32, 16, ukernels::f32_gemm_12x32__avx512, vec::Isa::Avx512},
-    {"f32_gemm_6x16__avx2", 6, 16, 16, ukernels::f32_gemm_6x16__avx2, vec::Isa::Avx2},
+    {"f32_gemm_6x16__avx2", 6, 16, 8, ukernels::f32_gemm_6x16__avx2, vec::Isa::Avx2},
 #endif
     {"f32_gemm_4x8__portable", 4, 8, 8, ukernels::f32_gemm_4x8__portable, vec::Isa::Baseline},
 };

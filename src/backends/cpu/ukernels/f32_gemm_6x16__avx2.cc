@@ -1,6 +1,5 @@
-// 6 x 16 tile: 12 ymm accumulators, two B vectors and one broadcast A value per step.
-
-#include <algorithm>
+// 6 x 16 tile: 12 ymm accumulators, two B vectors and one broadcast A value per step (15 of the
+// 16 ymm registers), so the two FMA pipes stay busy while loads stay under two per cycle.
 
 #include "backends/cpu/ukernels/f32_gemm.h"
 
@@ -9,50 +8,240 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace lumen::ukernels {
+namespace {
+
+constexpr int kPanelRows = 6, kPanelCols = 16, kLanes = 8;
+
+// How far ahead the k loop asks for A and B: constant weights stream from memory as either
+// operand, and the hardware prefetchers alone leave the FMAs waiting (see the AVX-512 kernel).
+constexpr int64_t kAPrefetchFloats = 128 * kPanelRows;
+constexpr int64_t kBPrefetchFloats = 32 * kPanelCols;
+
+// Where the lanes of one 8-lane vector of a tile row land in a row of C: runs of consecutive
+// lanes, lane L of run i going to c_row[offset + L]. Plain columns are one run; grid columns
+// (f32_gemm.h) may split a vector where a grid row ends. No masked loads or stores: AMD's
+// vmaskmovps store is microcoded (tens of cycles), so partial vectors go through a buffer.
+struct LaneRun {
+  int64_t offset;
+  int first, count;
+};
+constexpr int kMaxRuns = kLanes;  // a grid row may be 1 column wide
+
+struct VectorLanes {
+  LaneRun runs[kMaxRuns];
+  int count = 0;
+  // One run of all 8 lanes: a plain unaligned load or store at c_row + offset.
+  bool whole() const { return count == 1 && runs[0].count == kLanes; }
+};
+
+struct TileLanes {
+  VectorLanes v[2];
+};
+
+// Plain columns: vector v holds columns [8v, min(8v + 8, n)).
+TileLanes plain_lanes(int n) {
+  TileLanes t;
+  for (int v = 0; v < 2 && kLanes * v < n; ++v)
+    t.v[v].runs[t.v[v].count++] = {kLanes * v, 0, std::min(kLanes, n - kLanes * v)};
+  return t;
+}
+
+// Grid columns: the kept columns of each grid row are packed `width` to a row of C.
+TileLanes grid_lanes(const GridColumns &g, int n) {
+  TileLanes t;
+  int64_t row = g.col0 / g.wp, col = g.col0 % g.wp;
+  for (int lane = 0; lane < n;) {
+    const int v = lane / kLanes, in_vector = lane % kLanes;
+    const int span = std::min(n - lane, kLanes - in_vector);
+    int step;
+    if (col >= g.width) {  // dropped columns up to the end of the grid row
+      step = static_cast<int>(std::min<int64_t>(g.wp - col, span));
+    } else {
+      step = static_cast<int>(std::min<int64_t>(g.width - col, span));
+      t.v[v].runs[t.v[v].count++] = {row * g.width + col - in_vector, in_vector, step};
+    }
+    lane += step;
+    col += step;
+    if (col == g.wp) col = 0, ++row;
+  }
+  return t;
+}
+
+// The GEMM walks each column tile's row panels one after another, all with the same grid lanes,
+// so each thread keeps the last tile's.
+const TileLanes &cached_grid_lanes(const GridColumns &g, int n) {
+  thread_local GridColumns key{0, 0, -1};
+  thread_local int key_n = -1;
+  thread_local TileLanes cached;
+  if (key.col0 != g.col0 || key.wp != g.wp || key.width != g.width || key_n != n) {
+    cached = grid_lanes(g, n);
+    key = g;
+    key_n = n;
+  }
+  return cached;
+}
+
+// Vector v of a row laid out like C (a row of C or of the residual); lanes that do not land in C
+// are zero.
+inline __m256 load_lanes(const float *row, const VectorLanes &l) {
+  if (l.whole()) return _mm256_loadu_ps(row + l.runs[0].offset);
+  alignas(32) float buf[kLanes] = {};
+  for (int i = 0; i < l.count; ++i)
+    for (int lane = l.runs[i].first; lane < l.runs[i].first + l.runs[i].count; ++lane)
+      buf[lane] = row[l.runs[i].offset + lane];
+  return _mm256_load_ps(buf);
+}
+
+inline void store_lanes(float *row, const VectorLanes &l, __m256 value) {
+  if (l.whole()) return _mm256_storeu_ps(row + l.runs[0].offset, value);
+  alignas(32) float buf[kLanes];
+  _mm256_store_ps(buf, value);
+  for (int i = 0; i < l.count; ++i)
+    for (int lane = l.runs[i].first; lane < l.runs[i].first + l.runs[i].count; ++lane)
+      row[l.runs[i].offset + lane] = buf[lane];
+}
+
+// One k step of the full tile in assembly: A's 6 values at byte offset A_OFF, B's two vectors at
+// B_OFF. From intrinsics GCC's allocator spilled 5 of the 12 accumulators on every step (15 of the
+// 16 ymm registers are live): 43 instead of 91 GFLOP/s on one Zen 2 core.
+// clang-format off
+#define LUMEN_STEP_6X16(A_OFF, B_OFF)                   \
+  "vmovaps " #B_OFF "(%[b]), %%ymm12\n\t"               \
+  "vmovaps " #B_OFF "+32(%[b]), %%ymm13\n\t"            \
+  "vbroadcastss " #A_OFF "(%[a]), %%ymm14\n\t"          \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c00]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c01]\n\t"            \
+  "vbroadcastss " #A_OFF "+4(%[a]), %%ymm14\n\t"        \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c10]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c11]\n\t"            \
+  "vbroadcastss " #A_OFF "+8(%[a]), %%ymm14\n\t"        \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c20]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c21]\n\t"            \
+  "vbroadcastss " #A_OFF "+12(%[a]), %%ymm14\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c30]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c31]\n\t"            \
+  "vbroadcastss " #A_OFF "+16(%[a]), %%ymm14\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c40]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c41]\n\t"            \
+  "vbroadcastss " #A_OFF "+20(%[a]), %%ymm14\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm14, %[c50]\n\t"            \
+  "vfmadd231ps %%ymm13, %%ymm14, %[c51]\n\t"
+// clang-format on
+
+// k / 2 double steps of the full 6 x 16 tile (a and b advance past them; an odd last step is
+// left to the caller). One A prefetch per double step (48 bytes of A) and two for B (128 bytes).
+inline void full_tile_steps(int64_t k, const float *&a, const float *&b, __m256 (&acc)[6][2]) {
+  static_assert(kAPrefetchFloats * 4 == 3072 && kBPrefetchFloats * 4 == 2048);
+  int64_t pairs = k / 2;
+  if (pairs == 0) return;
+  asm("1:\n\t"
+      "prefetcht0 3072(%[a])\n\t"  // kAPrefetchFloats ahead (GCC allows 30 operands: no room)
+      "prefetcht0 2048(%[b])\n\t"  // kBPrefetchFloats ahead
+      "prefetcht0 2112(%[b])\n\t"
+      LUMEN_STEP_6X16(0, 0)
+      LUMEN_STEP_6X16(24, 64)
+      "add $48, %[a]\n\t"
+      "add $128, %[b]\n\t"
+      "dec %[pairs]\n\t"
+      "jnz 1b\n\t"
+      : [a] "+r"(a), [b] "+r"(b), [pairs] "+r"(pairs),
+        [c00] "+x"(acc[0][0]), [c01] "+x"(acc[0][1]), [c10] "+x"(acc[1][0]),
+        [c11] "+x"(acc[1][1]), [c20] "+x"(acc[2][0]), [c21] "+x"(acc[2][1]),
+        [c30] "+x"(acc[3][0]), [c31] "+x"(acc[3][1]), [c40] "+x"(acc[4][0]),
+        [c41] "+x"(acc[4][1]), [c50] "+x"(acc[5][0]), [c51] "+x"(acc[5][1])
+      :
+      : "ymm12", "ymm13", "ymm14", "cc", "memory");
+}
+#undef LUMEN_STEP_6X16
+
+// The tile with kRows of the panel's 6 rows and kVectors 8-wide column vectors: edge tiles
+// compute only what they need (a 64-channel conv ends on 4 rows, a 7x7 map on 1 column).
+template <int kRows, int kVectors>
+void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
+          bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
+  TileLanes plain;
+  const TileLanes &lanes = grid ? cached_grid_lanes(*grid, n) : (plain = plain_lanes(n));
+  // C (and a residual) is touched only after the k loop: asking for its lines now hides their
+  // latency behind the loop.
+  const float *residual = epilogue ? epilogue->residual : nullptr;
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVectors; ++v)
+      if (r < m && lanes.v[v].count) {
+        const int64_t at = r * ldc + lanes.v[v].runs[0].offset + lanes.v[v].runs[0].first;
+        _mm_prefetch(reinterpret_cast<const char *>(c + at), _MM_HINT_T0);
+        if (residual) _mm_prefetch(reinterpret_cast<const char *>(residual + at), _MM_HINT_T0);
+      }
+  __m256 acc[kRows][kVectors];
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
+  if constexpr (kRows == 6 && kVectors == 2) {
+    full_tile_steps(k, a, b, acc);
+    k &= 1;
+  }
+  for (int64_t p = 0; p < k; ++p, a += kPanelRows, b += kPanelCols) {
+    _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchFloats), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(b + kBPrefetchFloats), _MM_HINT_T0);
+    __m256 bv[kVectors];
+    for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_load_ps(b + kLanes * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r);
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  __m256 col_bias[kVectors], lo = _mm256_setzero_ps(), hi = lo;
+  for (int v = 0; v < kVectors; ++v) col_bias[v] = _mm256_setzero_ps();
+  if (epilogue) {
+    lo = _mm256_set1_ps(epilogue->lo), hi = _mm256_set1_ps(epilogue->hi);
+    if (epilogue->col_bias)
+      for (int v = 0; v < kVectors; ++v)
+        col_bias[v] = load_lanes(epilogue->col_bias, plain_lanes(n).v[v]);
+  }
+  // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which keep NaN:
+  // vmaxps(lo, x) and vminps(hi, x) return their second operand when either is NaN. An infinite
+  // bound (relu's hi) costs nothing.
+  const bool clamp_lo = epilogue && epilogue->lo > -std::numeric_limits<float>::infinity();
+  const bool clamp_hi = epilogue && epilogue->hi < std::numeric_limits<float>::infinity();
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= m) break;
+    float *cr = c + r * ldc;
+    // Unrolled like the row loop, so acc is indexed by constants and stays in registers.
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const VectorLanes &l = lanes.v[v];
+      __m256 out = acc[r][v];
+      if (accumulate) out = _mm256_add_ps(out, load_lanes(cr, l));
+      if (epilogue) {
+        if (epilogue->row_bias) out = _mm256_add_ps(out, _mm256_set1_ps(epilogue->row_bias[r]));
+        if (epilogue->col_bias) out = _mm256_add_ps(out, col_bias[v]);
+        if (residual) out = _mm256_add_ps(out, load_lanes(residual + r * ldc, l));
+        if (clamp_lo) out = _mm256_max_ps(lo, out);
+        if (clamp_hi) out = _mm256_min_ps(hi, out);
+      }
+      store_lanes(cr, l, out);
+    }
+  }
+}
+
+}  // namespace
 
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate, const TileEpilogue *epilogue,
-                         const GridColumns *grid) {
-  constexpr int kMr = 6, kNr = 16;
-  __m256 acc[kMr][2];
-#pragma GCC unroll 6
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
-    // Constant weights stream from memory as A or B: ask for both ahead, as the AVX-512 kernel
-    // does (see there).
-    _mm_prefetch(reinterpret_cast<const char *>(a + 128 * kMr), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char *>(b + 64 * kNr), _MM_HINT_T0);
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r);
-      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-    }
+                         int n, bool accumulate, const TileEpilogue *e, const GridColumns *g) {
+  if (n <= kLanes) {
+    if (m <= 2) return tile<2, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    return tile<6, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
   }
-  if (n == kNr && !epilogue && !grid) {
-#pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      if (r >= m) break;
-      float *cr = c + r * ldc;
-      __m256 v0 = acc[r][0], v1 = acc[r][1];
-      if (accumulate) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(cr));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(cr + 8));
-      }
-      _mm256_storeu_ps(cr, v0);
-      _mm256_storeu_ps(cr + 8, v1);
-    }
-    return;
-  }
-  // A partial tile, an epilogue or grid columns: through a buffer.
-  alignas(32) float tile[kMr][kNr];
-  for (int r = 0; r < m; ++r) {
-    _mm256_store_ps(tile[r], acc[r][0]);
-    _mm256_store_ps(tile[r] + 8, acc[r][1]);
-  }
-  store_tile(tile[0], kNr, c, ldc, m, n, accumulate, epilogue, grid);
+  if (m <= 2) return tile<2, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  tile<6, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
 }
 
 }  // namespace lumen::ukernels
