@@ -88,6 +88,10 @@ bool avx512_cpu() {
   static const bool avx512 = vec::cpu_isa() == vec::Isa::Avx512;
   return avx512;
 }
+bool avx2_cpu() {
+  static const bool avx2 = vec::cpu_isa() >= vec::Isa::Avx2;
+  return avx2;
+}
 #endif
 
 // One step of a packed panel whose values are contiguous in the source: `count` of them, then
@@ -255,6 +259,10 @@ PanelBlock StridedA::panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int 
         ukernels::f32_pack_rows__avx512(src, ld_, rows, kc, mr, dst);
         continue;
       }
+      if (avx2_cpu() && mr <= 8) {
+        ukernels::f32_pack_rows__avx2(src, ld_, rows, kc, mr, dst);
+        continue;
+      }
 #endif
       for (int64_t p = 0; p < kc; ++p, dst += mr) {
         for (int r = 0; r < rows; ++r) dst[r] = src[r * ld_ + p];
@@ -275,6 +283,11 @@ PanelBlock RowTableB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int
     if (avx512_cpu() && nr == 32) {
       ukernels::f32_pack_row_table_32__avx512(base_ + c0, offsets_.data() + k0, kc,
                                               static_cast<int>(cols), dst);
+      continue;
+    }
+    if (avx2_cpu() && nr == 16) {
+      ukernels::f32_pack_row_table_16__avx2(base_ + c0, offsets_.data() + k0, kc,
+                                            static_cast<int>(cols), dst);
       continue;
     }
 #endif
@@ -301,6 +314,10 @@ PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int 
 #if defined(__x86_64__) && defined(__GNUC__)
       if (avx512_cpu() && nr == 32) {
         ukernels::f32_pack_strided_rows_32__avx512(src, ld_, kc, cols, dst);
+        continue;
+      }
+      if (avx2_cpu() && nr == 16) {
+        ukernels::f32_pack_strided_rows_16__avx2(src, ld_, kc, cols, dst);
         continue;
       }
 #endif

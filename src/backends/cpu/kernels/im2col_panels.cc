@@ -34,8 +34,8 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
   // once per panel, they keep divisions out of the per-row loop.
   std::vector<ColumnRange> ranges(static_cast<size_t>(64 * p.kw));
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool masked_copies = vec::cpu_isa() == vec::Isa::Avx512;
-  const bool fast_segments = masked_copies && (p.sw == 1 || p.sw == 2);
+  static const vec::Isa isa = vec::cpu_isa();
+  const bool fast_segments = isa >= vec::Isa::Avx2 && (p.sw == 1 || p.sw == 2);
 #else
   const bool fast_segments = false;
 #endif
@@ -71,12 +71,21 @@ PanelBlock Im2colB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int n
         }
         const ColumnRange &r = ranges[static_cast<size_t>(s * p.kw + b)];
 #if defined(__x86_64__) && defined(__GNUC__)
-        if (fast_segments) {
+        if (fast_segments && isa == vec::Isa::Avx512) {
           if (p.sw == 1)
             ukernels::f32_im2col_segment__avx512(xc + iy * p.w, r.ix0, r.lo, r.hi, seg.count, out);
           else
             ukernels::f32_im2col_segment_s2__avx512(xc + iy * p.w, r.ix0, r.lo, r.hi, seg.count,
                                                     out);
+          continue;
+        }
+        if (fast_segments) {  // the rest of the panel row is written after this segment
+          if (p.sw == 1)
+            ukernels::f32_im2col_segment__avx2(xc + iy * p.w, r.ix0, r.lo, r.hi, seg.count,
+                                               nr - seg.t, out);
+          else
+            ukernels::f32_im2col_segment_s2__avx2(xc + iy * p.w, r.ix0, r.lo, r.hi, seg.count,
+                                                  nr - seg.t, out);
           continue;
         }
 #endif

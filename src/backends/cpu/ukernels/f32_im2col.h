@@ -13,4 +13,11 @@ void f32_im2col_segment__avx512(const float *row, int64_t ix0, int64_t lo, int64
 void f32_im2col_segment_s2__avx512(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
                                    float *out);
 
+// The same with AVX2 (count <= 64): `room` >= count floats are writable from out, and whatever
+// lands in out[count, room) is garbage the caller overwrites.
+void f32_im2col_segment__avx2(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
+                              int room, float *out);
+void f32_im2col_segment_s2__avx2(const float *row, int64_t ix0, int64_t lo, int64_t hi, int count,
+                                 int room, float *out);
+
 }  // namespace lumen::ukernels
