@@ -256,9 +256,14 @@ void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
       std::vector<float> rows(static_cast<size_t>(transform_scratch(padded_width, tiles)));
       transform_band(p, tiles, xn, begin, end, 0, tiles.rows, padded_width, rows.data(), v, band);
     });
-    for (int k = 0; k < 16; ++k)
-      sgemm(pool, m, t_count, c, weights.u[static_cast<size_t>(k)],
-            StridedB(v + k * band.v_stride, t_count, false), prod + k * band.p_stride, t_count);
+    // The 16 small GEMMs (C = 32-64 deep) shared out whole, one dispatch, rather than each split
+    // over the pool: SqueezeNet's 32->128 3x3 conv on 27x27, 2 threads, 0.73 -> 0.61 ms (Zen 2).
+    pool.parallel_for(16, 1, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k)
+        sgemm(pool, m, t_count, c, weights.u[static_cast<size_t>(k)],
+              StridedB(v + k * band.v_stride, t_count, false), prod + k * band.p_stride, t_count,
+              {.max_threads = 1});
+    });
     pool.parallel_for(m, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> rows(static_cast<size_t>(2 * 2 * tiles.cols));  // two output rows
       finish_band(p, tiles, prod, band, begin, end, 0, tiles.rows, rows.data(), bias,

@@ -2,6 +2,7 @@
 // 16 ymm registers), so the two FMA pipes stay busy while loads stay under two per cycle.
 
 #include "backends/cpu/ukernels/f32_gemm.h"
+#include "core/cpu_isa.h"  // LUMEN_VEC_INLINE
 
 // Built with this ISA's flags on x86-64 only; elsewhere the file is empty and the table in
 // gemm/microkernel.cc never offers the kernel (its CPU check fails).
@@ -158,19 +159,30 @@ inline void full_tile_steps(int64_t k, const float *&a, const float *&b, __m256 
 template <int kRows, int kVectors>
 void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
           bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
+  // Whole vectors (most tiles) are plain loads and stores; partial tiles and grid columns go by
+  // their lanes (building those cost as much as a 27-deep k loop).
+  const bool whole = !grid && n == kLanes * kVectors;
   TileLanes plain;
-  const TileLanes &lanes = grid ? cached_grid_lanes(*grid, n) : (plain = plain_lanes(n));
-  // C (and a residual) is touched only after the k loop: asking for its lines now hides their
-  // latency behind the loop.
+  const TileLanes *lanes = whole  ? nullptr
+                           : grid ? &cached_grid_lanes(*grid, n)
+                                  : &(plain = plain_lanes(n));
+  const auto load_like_c = [&](const float *row, int v) {
+    return whole ? _mm256_loadu_ps(row + kLanes * v) : load_lanes(row, lanes->v[v]);
+  };
+  // C (and a residual) is read only after the k loop: asking for its lines now hides their
+  // latency behind the loop. (A C that is only written gains nothing from it.)
   const float *residual = epilogue ? epilogue->residual : nullptr;
+  if (accumulate || residual) {
 #pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-    for (int v = 0; v < kVectors; ++v)
-      if (r < m && lanes.v[v].count) {
-        const int64_t at = r * ldc + lanes.v[v].runs[0].offset + lanes.v[v].runs[0].first;
-        _mm_prefetch(reinterpret_cast<const char *>(c + at), _MM_HINT_T0);
-        if (residual) _mm_prefetch(reinterpret_cast<const char *>(residual + at), _MM_HINT_T0);
-      }
+    for (int r = 0; r < kRows; ++r)
+      for (int v = 0; v < kVectors; ++v)
+        if (r < m && (whole || lanes->v[v].count)) {
+          const LaneRun &run = whole ? LaneRun{kLanes * v, 0, kLanes} : lanes->v[v].runs[0];
+          const int64_t at = r * ldc + run.offset + run.first;
+          if (accumulate) _mm_prefetch(reinterpret_cast<const char *>(c + at), _MM_HINT_T0);
+          if (residual) _mm_prefetch(reinterpret_cast<const char *>(residual + at), _MM_HINT_T0);
+        }
+  }
   __m256 acc[kRows][kVectors];
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r)
@@ -188,39 +200,48 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
       for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
-  __m256 col_bias[kVectors], lo = _mm256_setzero_ps(), hi = lo;
-  for (int v = 0; v < kVectors; ++v) col_bias[v] = _mm256_setzero_ps();
-  if (epilogue) {
-    lo = _mm256_set1_ps(epilogue->lo), hi = _mm256_set1_ps(epilogue->hi);
-    if (epilogue->col_bias)
-      for (int v = 0; v < kVectors; ++v)
-        col_bias[v] = load_lanes(epilogue->col_bias, plain_lanes(n).v[v]);
-  }
-  // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which keep NaN:
-  // vmaxps(lo, x) and vminps(hi, x) return their second operand when either is NaN. An infinite
-  // bound (relu's hi) costs nothing.
-  const bool clamp_lo = epilogue && epilogue->lo > -std::numeric_limits<float>::infinity();
-  const bool clamp_hi = epilogue && epilogue->hi < std::numeric_limits<float>::infinity();
+  // Each step of the store is one unrolled pass over the tile behind one branch: testing every
+  // option per vector cost as many instructions as a 27-deep k loop. Rows past m are computed but
+  // never loaded or stored.
+  const auto each = [&](auto &&f) LUMEN_VEC_INLINE {
 #pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r) {
-    if (r >= m) break;
-    float *cr = c + r * ldc;
-    // Unrolled like the row loop, so acc is indexed by constants and stays in registers.
+    for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVectors; ++v) {
-      const VectorLanes &l = lanes.v[v];
-      __m256 out = acc[r][v];
-      if (accumulate) out = _mm256_add_ps(out, load_lanes(cr, l));
-      if (epilogue) {
-        if (epilogue->row_bias) out = _mm256_add_ps(out, _mm256_set1_ps(epilogue->row_bias[r]));
-        if (epilogue->col_bias) out = _mm256_add_ps(out, col_bias[v]);
-        if (residual) out = _mm256_add_ps(out, load_lanes(residual + r * ldc, l));
-        if (clamp_lo) out = _mm256_max_ps(lo, out);
-        if (clamp_hi) out = _mm256_min_ps(hi, out);
-      }
-      store_lanes(cr, l, out);
+      for (int v = 0; v < kVectors; ++v)
+        if (r < m) f(r, v, acc[r][v]);
+  };
+  if (accumulate)
+    each([&](int r, int v, __m256 &x) { x = _mm256_add_ps(x, load_like_c(c + r * ldc, v)); });
+  if (epilogue) {
+    // The additions in the unfused order, then x < lo ? lo : x and x > hi ? hi : x, which keep
+    // NaN: vmaxps(lo, x) and vminps(hi, x) return their second operand when either is NaN. An
+    // infinite bound (relu's hi) costs nothing.
+    if (const float *rb = epilogue->row_bias)
+      each([&](int r, int, __m256 &x) { x = _mm256_add_ps(x, _mm256_set1_ps(rb[r])); });
+    if (const float *cb = epilogue->col_bias) {
+      __m256 col_bias[kVectors];
+      for (int v = 0; v < kVectors; ++v)
+        col_bias[v] =
+            whole ? _mm256_loadu_ps(cb + kLanes * v) : load_lanes(cb, plain_lanes(n).v[v]);
+      each([&](int, int v, __m256 &x) { x = _mm256_add_ps(x, col_bias[v]); });
+    }
+    if (residual)
+      each([&](int r, int v, __m256 &x) {
+        x = _mm256_add_ps(x, load_like_c(residual + r * ldc, v));
+      });
+    if (epilogue->lo > -std::numeric_limits<float>::infinity()) {
+      const __m256 lo = _mm256_set1_ps(epilogue->lo);
+      each([&](int, int, __m256 &x) { x = _mm256_max_ps(lo, x); });
+    }
+    if (epilogue->hi < std::numeric_limits<float>::infinity()) {
+      const __m256 hi = _mm256_set1_ps(epilogue->hi);
+      each([&](int, int, __m256 &x) { x = _mm256_min_ps(hi, x); });
     }
   }
+  if (whole)
+    each([&](int r, int v, __m256 &x) { _mm256_storeu_ps(c + r * ldc + kLanes * v, x); });
+  else
+    each([&](int r, int v, __m256 &x) { store_lanes(c + r * ldc, lanes->v[v], x); });
 }
 
 }  // namespace
