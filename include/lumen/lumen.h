@@ -70,6 +70,9 @@ struct StepInfo {
   std::string backend;
   std::string dtype;       // the dtype that keyed the kernel choice
   std::string attributes;  // the node's attributes, "{activation=relu, group=1}"
+  // As shape inference left them at compile time (dims may be kUnknownDim; an absent optional
+  // input has rank 0), so a profile can say which conv or matmul a slow step is.
+  std::vector<Shape> input_shapes, output_shapes;
 };
 
 // The memory plan of one memory space ("host", "cuda:0"...). Bytes of intermediate values only:

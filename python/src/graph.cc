@@ -98,6 +98,12 @@ std::string info_repr(const char *kind, const std::string &name, DType dtype, co
   return str("lumen.", kind, "('", name, "', ", dtype_name(dtype), ", ", shape.to_string(), ")");
 }
 
+nb::list shape_list(const std::vector<Shape> &shapes) {
+  nb::list out;
+  for (const Shape &shape : shapes) out.append(shape_to_tuple(shape));
+  return out;
+}
+
 }  // namespace
 
 void init_graph(nb::module_ &m) {
@@ -184,6 +190,14 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("backend", &StepInfo::backend)
       .def_ro("dtype", &StepInfo::dtype, "The dtype that keyed the kernel choice.")
       .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
+      .def_prop_ro(
+          "input_shapes",
+          [](const StepInfo &s) { return shape_list(s.input_shapes); },
+          "Each input's shape at compile time (None for an unknown dim).")
+      .def_prop_ro(
+          "output_shapes",
+          [](const StepInfo &s) { return shape_list(s.output_shapes); },
+          "Each output's shape at compile time.")
       .def("__repr__", [](const StepInfo &s) {
         return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend,
                    "', dtype='", s.dtype, "')");

@@ -195,8 +195,13 @@ Executable *Graph::compile(Runtime *runtime) const {
       }
       step.prepared = prepare(pctx);
     }
-    impl->step_info.push_back({n->name(), n->op(), std::string(step.backend->name()),
-                               std::string(dtype_name(dtype)), n->attrs().to_string()});
+    StepInfo info{n->name(), n->op(), std::string(step.backend->name()),
+                  std::string(dtype_name(dtype)), n->attrs().to_string()};
+    for (const Value *in : n->inputs())
+      info.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
+    for (const Value *out : n->outputs())
+      info.output_shapes.push_back(out->has_shape() ? out->shape() : Shape{});
+    impl->step_info.push_back(std::move(info));
     last_use.resize(impl->slot_info.size(), -1);
     for (int in : step.inputs)
       if (in >= 0) last_use[in] = static_cast<int>(s);
