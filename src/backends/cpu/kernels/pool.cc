@@ -1,9 +1,9 @@
 // CPU pooling: planes (n, c) split over the pool. Each output row combines its window's input
 // rows into one row first, then that row's columns tap by tap over the whole output row (valid
 // column ranges found once per call, so the inner loops have no bounds checks and vectorize,
-// compiled for the best ISA at run time); float32 strides 1 and 2 on AVX-512 machines use the
-// explicitly vectorized path below. Same semantics as the reference kernels (max propagates NaN;
-// an empty average is NaN, an empty max -inf).
+// compiled for the best ISA at run time); float32 strides 1 and 2 on AVX-512 and AVX2 machines use
+// the explicitly vectorized paths below. Same semantics as the reference kernels (max propagates
+// NaN; an empty average is NaN, an empty max -inf).
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -28,11 +28,11 @@ inline int64_t plane_grain(int64_t work_per_plane) {
 }
 
 #if LUMEN_VEC_X86
-// float32 pooling for AVX-512 machines, strides 1 and 2 (every ISA-generic case goes through
-// pool2d above). Per block of output rows: a vertical pass combines each window's input rows into
-// a scratch row that carries the padding as neutral values (-inf / 0) on both sides, then a
-// horizontal pass combines kw taps per output column with plain (stride 1) or even-lane
-// (stride 2) loads from it; no bounds checks outside the masked row tails.
+// float32 pooling for AVX-512 (and, further down, AVX2) machines, strides 1 and 2 (every other
+// case goes through the generic loops of pool2d below). Per block of output rows: a vertical pass
+// combines each window's input rows into a scratch row that carries the padding as neutral values
+// (-inf / 0) on both sides, then a horizontal pass combines kw taps per output column with plain
+// (stride 1) or even-lane (stride 2) loads from it; no bounds checks outside the masked row tails.
 struct PoolPlan {
   int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
   int64_t ld;          // floats per scratch row
@@ -149,16 +149,19 @@ LUMEN_TARGET_AVX512 void pool_planes_avx512(const PoolPlan &p, const float *x, f
   }
 }
 
-// pool_planes_avx512 for this stride, with the common square kernels unrolled.
+// pool_planes_best for this stride, with the common square kernels unrolled.
+template <bool kMax, int kStride, int kKh, int kKw>
+void pool_planes_best(bool avx512, const PoolPlan &p, const float *x, float *y, int64_t begin,
+                      int64_t end, float *scratch);
 template <bool kMax, int kStride>
-void pool_planes_dispatch(const PoolPlan &p, const float *x, float *y, int64_t begin, int64_t end,
-                          float *scratch) {
+void pool_planes_dispatch(bool avx512, const PoolPlan &p, const float *x, float *y, int64_t begin,
+                          int64_t end, float *scratch) {
   if (p.kh == 3 && p.kw == 3)
-    pool_planes_avx512<kMax, kStride, 3, 3>(p, x, y, begin, end, scratch);
+    pool_planes_best<kMax, kStride, 3, 3>(avx512, p, x, y, begin, end, scratch);
   else if (p.kh == 2 && p.kw == 2)
-    pool_planes_avx512<kMax, kStride, 2, 2>(p, x, y, begin, end, scratch);
+    pool_planes_best<kMax, kStride, 2, 2>(avx512, p, x, y, begin, end, scratch);
   else
-    pool_planes_avx512<kMax, kStride, 0, 0>(p, x, y, begin, end, scratch);
+    pool_planes_best<kMax, kStride, 0, 0>(avx512, p, x, y, begin, end, scratch);
 }
 
 // Up to 8 floats from p (left of them readable) widened to double. (Masked forms: the unmasked
@@ -187,6 +190,150 @@ LUMEN_TARGET_AVX512 void global_avg_avx512(const float *x, float *y, int64_t siz
   for (int64_t q = begin; q < end; ++q)
     y[q] = static_cast<float>(sum_f64_avx512(x + q * size, size) / static_cast<double>(size));
 }
+// The same two passes for AVX2 machines, 8 lanes at a time. No masked stores (AMD's vmaskmovps
+// store is microcoded): a scratch row's last vector is stored whole with its lanes past the row
+// set to the neutral value (the scratch row's right padding holds that value anyway), and an
+// output row's last partial vector goes through a buffer.
+template <bool kMax>
+LUMEN_TARGET_AVX2 inline __m256 combine8(__m256 acc, __m256 v, __m256 &bad) {
+  if constexpr (kMax) {
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(acc, v, _CMP_UNORD_Q));
+    return _mm256_max_ps(acc, v);
+  } else {
+    return _mm256_add_ps(acc, v);
+  }
+}
+
+// Lanes [0, count) of 8 as a vmaskmovps / blend mask.
+LUMEN_TARGET_AVX2 inline __m256 first_lanes8(int64_t count) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int c = static_cast<int>(std::clamp<int64_t>(count, 0, 8));
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(c), lane));
+}
+
+// 8 floats at q, or (a row's last partial vector) the lanes of m and zeros.
+LUMEN_TARGET_AVX2 inline __m256 load8(const float *q, bool full, __m256 m) {
+  return full ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, _mm256_castps_si256(m));
+}
+
+template <bool kMax, int kKh>
+LUMEN_TARGET_AVX2 inline void pool_rows_avx2(const PoolPlan &p, const float *xq, int64_t i,
+                                             float *s) {
+  const int64_t n = p.row_hi[i] - p.row_lo[i];
+  const float *r0 = xq + (i * p.sh - p.pt + p.row_lo[i] * p.dh) * p.w;
+  const int64_t step = p.dh * p.w;
+  float *dst = s + p.pl;
+  const __m256 nan = _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m256 init = _mm256_set1_ps(kMax ? -std::numeric_limits<float>::infinity() : 0.f);
+  for (int64_t x = 0; x < p.w; x += 8) {
+    const __m256 m = first_lanes8(p.w - x);
+    const bool full = x + 8 <= p.w;
+    __m256 acc = init;
+    if (n > 0) {
+      _mm_prefetch(reinterpret_cast<const char *>(r0 + p.pf + x), _MM_HINT_T0);
+      acc = load8(r0 + x, full, m);
+      __m256 bad = _mm256_setzero_ps();
+      if (kKh > 0 && n == kKh) {
+        for (int k = 1; k < kKh; ++k)
+          acc = combine8<kMax>(acc, load8(r0 + k * step + x, full, m), bad);
+      } else {
+        for (int64_t k = 1; k < n; ++k)
+          acc = combine8<kMax>(acc, load8(r0 + k * step + x, full, m), bad);
+      }
+      if constexpr (kMax) acc = _mm256_blendv_ps(acc, nan, bad);
+    }
+    _mm256_storeu_ps(dst + x, _mm256_blendv_ps(init, acc, m));
+  }
+}
+
+// One tap of 8 output columns from j: s[j * sw + off], sw 1 or 2.
+template <int kStride>
+LUMEN_TARGET_AVX2 inline __m256 tap8(const float *s, int64_t j, int64_t off) {
+  if constexpr (kStride == 1) {
+    return _mm256_loadu_ps(s + j + off);
+  } else {
+    const float *q = s + 2 * j + off;
+    // [q0 q2 r0 r2 | q4 q6 r4 r6] -> [q0 q2 q4 q6 r0 r2 r4 r6]
+    const __m256 packed =
+        _mm256_shuffle_ps(_mm256_loadu_ps(q), _mm256_loadu_ps(q + 8), _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(packed), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+}
+
+template <bool kMax, int kStride, int kKw>
+LUMEN_TARGET_AVX2 inline void pool_cols_avx2(const PoolPlan &p, const float *s, int64_t i,
+                                             float *out) {
+  const __m256 nan = _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN());
+  const __m256 row_div = _mm256_set1_ps(kMax ? 1.f : p.row_div[i]);
+  const int64_t kw = kKw > 0 ? kKw : p.kw;
+  for (int64_t j = 0; j < p.ow; j += 8) {
+    __m256 acc = tap8<kStride>(s, j, 0);
+    __m256 bad = _mm256_setzero_ps();
+    for (int64_t b = 1; b < kw; ++b) acc = combine8<kMax>(acc, tap8<kStride>(s, j, b * p.dw), bad);
+    if constexpr (kMax)
+      acc = _mm256_blendv_ps(acc, nan, bad);
+    else
+      acc = _mm256_div_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(p.col_div.data() + j), row_div));
+    if (j + 8 <= p.ow) {
+      _mm256_storeu_ps(out + j, acc);
+    } else {
+      alignas(32) float tail[8];
+      _mm256_store_ps(tail, acc);
+      std::copy(tail, tail + (p.ow - j), out + j);
+    }
+  }
+}
+
+template <bool kMax, int kStride, int kKh, int kKw>
+LUMEN_TARGET_AVX2 void pool_planes_avx2(const PoolPlan &p, const float *x, float *y, int64_t begin,
+                                        int64_t end, float *scratch) {
+  const int64_t in_plane = p.h * p.w;
+  for (int64_t r0 = begin; r0 < end; r0 += p.block_rows) {
+    const int64_t r1 = std::min(end, r0 + p.block_rows);
+    int64_t q = r0 / p.oh, i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      pool_rows_avx2<kMax, kKh>(p, x + q * in_plane, i, scratch + (r - r0) * p.ld);
+      if (++i == p.oh) i = 0, ++q;
+    }
+    i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      pool_cols_avx2<kMax, kStride, kKw>(p, scratch + (r - r0) * p.ld, i, y + r * p.ow);
+      if (++i == p.oh) i = 0;
+    }
+  }
+}
+
+// Sum of n floats in double, four lanes of partial sums in each of two accumulators.
+LUMEN_TARGET_AVX2 inline double sum_f64_avx2(const float *x, int64_t n) {
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
+  }
+  const __m256d acc = _mm256_add_pd(acc0, acc1);
+  const __m128d acc2 = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+  double sum = _mm_cvtsd_f64(acc2) + _mm_cvtsd_f64(_mm_unpackhi_pd(acc2, acc2));
+  for (; i < n; ++i) sum += static_cast<double>(x[i]);
+  return sum;
+}
+
+LUMEN_TARGET_AVX2 void global_avg_avx2(const float *x, float *y, int64_t size, int64_t begin,
+                                       int64_t end) {
+  for (int64_t q = begin; q < end; ++q)
+    y[q] = static_cast<float>(sum_f64_avx2(x + q * size, size) / static_cast<double>(size));
+}
+
+// The AVX-512 or AVX2 pooling for this stride, with the common square kernels unrolled.
+template <bool kMax, int kStride, int kKh, int kKw>
+void pool_planes_best(bool avx512, const PoolPlan &p, const float *x, float *y, int64_t begin,
+                      int64_t end, float *scratch) {
+  if (avx512)
+    pool_planes_avx512<kMax, kStride, kKh, kKw>(p, x, y, begin, end, scratch);
+  else
+    pool_planes_avx2<kMax, kStride, kKh, kKw>(p, x, y, begin, end, scratch);
+}
 #endif
 
 template <class T, bool kIsMax>
@@ -210,7 +357,8 @@ void pool2d(KernelContext &ctx) {
   const int64_t in_plane = h * w, out_plane = oh * ow;
 #if LUMEN_VEC_X86
   if constexpr (std::is_same_v<T, float>) {
-    if (vec::cpu_isa() == vec::Isa::Avx512 && (sw == 1 || sw == 2)) {
+    if (vec::cpu_isa() >= vec::Isa::Avx2 && (sw == 1 || sw == 2)) {
+      const bool avx512 = vec::cpu_isa() == vec::Isa::Avx512;
       // Reused across calls: no allocations once the largest shape has been seen.
       thread_local PoolPlan plan;
       PoolPlan &p = plan;
@@ -234,14 +382,17 @@ void pool2d(KernelContext &ctx) {
            std::move(p.row_hi),
            std::move(p.row_div),
            std::move(p.col_div)};
-      const int64_t ow16 = (ow + 15) / 16 * 16;
-      p.ld = (std::max(p.pl + w, ow16 * sw + (kw - 1) * dw + 16) + 15) / 16 * 16;
+      // Scratch rows hold the padded input row (stored in whole vectors) and every tap's loads.
+      const int64_t lanes = avx512 ? 16 : 8;
+      const auto round_up = [&](int64_t v) { return (v + lanes - 1) / lanes * lanes; };
+      const int64_t ow_lanes = round_up(ow);
+      p.ld = round_up(std::max(p.pl + round_up(w), ow_lanes * sw + (kw - 1) * dw + lanes));
       p.block_rows = std::max<int64_t>(4096 / p.ld, 1);
       p.pf = (kh + 4 * sh) * w;
       p.row_lo.resize(oh);
       p.row_hi.resize(oh);
       p.row_div.resize(oh);
-      p.col_div.assign(ow16, 1.f);
+      p.col_div.assign(ow_lanes, 1.f);
       for (int64_t i = 0; i < oh; ++i) {
         const int64_t offset = i * sh - pads[0];
         valid_range(offset, dh, h, kh, p.row_lo[i], p.row_hi[i]);
@@ -264,9 +415,11 @@ void pool2d(KernelContext &ctx) {
             scratch.assign(static_cast<size_t>(rows * p.ld),
                            kIsMax ? -std::numeric_limits<float>::infinity() : 0.f);
             if (sw == 1)
-              pool_planes_dispatch<kIsMax, 1>(p, x, y, begin * oh, end * oh, scratch.data());
+              pool_planes_dispatch<kIsMax, 1>(avx512, p, x, y, begin * oh, end * oh,
+                                              scratch.data());
             else
-              pool_planes_dispatch<kIsMax, 2>(p, x, y, begin * oh, end * oh, scratch.data());
+              pool_planes_dispatch<kIsMax, 2>(avx512, p, x, y, begin * oh, end * oh,
+                                              scratch.data());
           });
       return;
     }
@@ -344,6 +497,7 @@ void global_pool(KernelContext &ctx) {
 #if LUMEN_VEC_X86
     if constexpr (std::is_same_v<T, float> && !kIsMax) {
       if (vec::cpu_isa() == vec::Isa::Avx512) return global_avg_avx512(x, y, size, begin, end);
+      if (vec::cpu_isa() == vec::Isa::Avx2) return global_avg_avx2(x, y, size, begin, end);
     }
 #endif
     for (int64_t q = begin; q < end; ++q) {
