@@ -1,13 +1,13 @@
-// Depthwise convolution. With AVX-512, float 3x3 kernels (stride 1 or 2, one output per input
-// channel) run 16 channels at a time, one per vector lane (channels_in_lanes below). Otherwise one
-// input plane at a time: the plane is first copied into a zero-padded buffer, so the inner loops
-// have no bounds checks. 3x3 kernels with stride 1 or 2 then run as one flat loop over the padded
-// width (a few thrown-away columns per row keep the vectors full even on 7x7 planes) with the nine
-// taps summed in registers; for stride 2 the input is copied split by row and column parity
-// instead, so every tap reads contiguous memory. Other shapes run row by row, tap by tap. The zero
-// borders are written once per thread and call, only the inside per plane. The epilogue runs on
-// each finished row (or block of narrow rows) while it is in L1. 1x1 kernels are a per-channel
-// affine map. Parallel over input planes (n, c), each producing its p.mg output planes.
+// Depthwise convolution. With AVX-512 or AVX2, float 3x3 kernels (stride 1 or 2, one output per
+// input channel) run 16 or 8 channels at a time, one per vector lane (channels_in_lanes below).
+// Otherwise one input plane at a time: the plane is first copied into a zero-padded buffer, so the
+// inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 then run as one flat loop over
+// the padded width (a few thrown-away columns per row keep the vectors full even on 7x7 planes)
+// with the nine taps summed in registers; for stride 2 the input is copied split by row and column
+// parity instead, so every tap reads contiguous memory. Other shapes run row by row, tap by tap.
+// The zero borders are written once per thread and call, only the inside per plane. The epilogue
+// runs on each finished row (or block of narrow rows) while it is in L1. 1x1 kernels are a
+// per-channel affine map. Parallel over input planes (n, c), each producing its p.mg output planes.
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
@@ -195,10 +195,11 @@ void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T
                     });
 }
 
-// 3x3 convs with one output channel per input channel run 16 channels at a time, one per vector
-// lane (ukernels/f32_depthwise.h): one plane at a time fills vectors less than half on 7x7 planes
-// and spends more on borders than on taps. In MobileNetV2 at 2 threads (profile medians): 192
-// channels s2 28x28 33 -> 19 us, 960 channels 7x7 37 -> 20 us, 112x112 planes about even.
+// 3x3 convs with one output channel per input channel run 16 (AVX-512) or 8 (AVX2) channels at a
+// time, one per vector lane (ukernels/f32_depthwise.h): one plane at a time fills vectors less than
+// half on 7x7 planes and spends more on borders than on taps. In MobileNetV2 at 2 threads (profile
+// medians): 192 channels s2 28x28 33 -> 19 us, 960 channels 7x7 37 -> 20 us, 112x112 planes about
+// even.
 template <class T>
 bool channels_in_lanes(ThreadPool &, const ConvParams &, const T *, const T *, const T *, const T *,
                        const Epilogue<T> &, T *) {
@@ -210,24 +211,29 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                        const float *bias, const float *residual, const Epilogue<float> &epilogue,
                        float *y) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (vec::cpu_isa() != vec::Isa::Avx512 || p.mg != 1 || p.kh != 3 || p.kw != 3 || p.dh != 1 ||
-      p.dw != 1 || p.sh != p.sw || (p.sh != 1 && p.sh != 2) || p.pt < 0 || p.pl < 0)
+  const vec::Isa isa = vec::cpu_isa();
+  if (isa < vec::Isa::Avx2 || p.mg != 1 || p.kh != 3 || p.kw != 3 || p.dh != 1 || p.dw != 1 ||
+      p.sh != p.sw || (p.sh != 1 && p.sh != 2) || p.pt < 0 || p.pl < 0)
     return false;
-  const int64_t blocks = ceil_div(p.c, 16), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
+  const int lanes = isa == vec::Isa::Avx512 ? 16 : 8;
+  const int64_t blocks = ceil_div(p.c, lanes), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
   const bool has_epilogue = residual || epilogue.has_activation();
   pool.parallel_for(p.n * blocks, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scratch;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / blocks, c0 = item % blocks * 16;
-      const int channels = static_cast<int>(std::min<int64_t>(16, p.c - c0));
+      const int64_t n = item / blocks, c0 = item % blocks * lanes;
+      const int channels = static_cast<int>(std::min<int64_t>(lanes, p.c - c0));
       const int64_t out = (n * p.m + c0) * out_plane;
       const ukernels::DepthwiseChannels d{
           x + (n * p.c + c0) * in_plane, p.h,      p.w,     p.pt, p.pl, p.sh, w + c0 * 9,
           bias ? bias + c0 : nullptr,    channels, y + out, p.oh, p.ow};
-      scratch.resize(ukernels::f32_depthwise3x3_c16_scratch(d) + 16);
+      scratch.resize(ukernels::f32_depthwise3x3_scratch(d, lanes) + 16);
       const auto address = reinterpret_cast<uintptr_t>(scratch.data());
-      ukernels::f32_depthwise3x3_c16__avx512(
-          d, scratch.data() + ((64 - address % 64) % 64) / sizeof(float));
+      float *aligned = scratch.data() + ((64 - address % 64) % 64) / sizeof(float);
+      if (isa == vec::Isa::Avx512)
+        ukernels::f32_depthwise3x3_c16__avx512(d, aligned);
+      else
+        ukernels::f32_depthwise3x3_c8__avx2(d, aligned);
       if (has_epilogue)
         epilogue.apply(y + out, channels * out_plane, nullptr, residual ? residual + out : nullptr);
     }

@@ -11,8 +11,7 @@ void f32_pack_rows__avx512(const float *src, int64_t ld, int rows, int64_t kc, i
                            float *dst);
 
 // The same with AVX2: rows <= width <= 8; writes only dst[0, kc * width).
-void f32_pack_rows__avx2(const float *src, int64_t ld, int rows, int64_t kc, int width,
-                         float *dst);
+void f32_pack_rows__avx2(const float *src, int64_t ld, int rows, int64_t kc, int width, float *dst);
 
 // dst[p * 32 + j] = base[row_offsets[p] + j] for j < cols, 0 for cols <= j < 32; p < kc. Reads
 // nothing past column `cols` of a row; dst 64-byte aligned.
@@ -25,7 +24,6 @@ void f32_pack_strided_rows_32__avx512(const float *src, int64_t ld, int64_t kc, 
 // The same for 16-column panels (AVX2); dst 32-byte aligned.
 void f32_pack_row_table_16__avx2(const float *base, const int64_t *row_offsets, int64_t kc,
                                  int cols, float *dst);
-void f32_pack_strided_rows_16__avx2(const float *src, int64_t ld, int64_t kc, int cols,
-                                    float *dst);
+void f32_pack_strided_rows_16__avx2(const float *src, int64_t ld, int64_t kc, int cols, float *dst);
 
 }  // namespace lumen::ukernels
