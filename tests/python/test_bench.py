@@ -88,6 +88,9 @@ def test_bench_profile_writes_chrome_trace(tiny_mlp, tmp_path, capsys):
     onnx_nodes = [n.name for n in onnx.load(tiny_mlp).graph.node]
     assert all(any(e["name"].startswith(n) for n in onnx_nodes) for e in spans)
     assert all(e["dur"] >= 0 and e["args"]["op"] == e["cat"] for e in spans)
+    # Every span names its shapes, and the table shows them beside the node.
+    assert all(" -> " in e["args"]["shapes"] for e in spans)
+    assert any(" -> " in line and "fused_gemm" in line for line in out.splitlines())
     assert any(e["ph"] == "M" and "(median)" in e["args"]["name"] for e in events)
 
 

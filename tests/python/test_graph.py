@@ -30,6 +30,8 @@ def test_quickstart_graph():
     assert [(i.name, i.dtype, i.shape) for i in exe.inputs] == [("input", "float32", (1, 10))]
     assert [(o.dtype, o.shape) for o in exe.outputs] == [("float32", (1, 5))]
     assert [s.op for s in exe.steps] == ["matmul"]
+    assert exe.steps[0].input_shapes == [(1, 10), (10, 5)]
+    assert exe.steps[0].output_shapes == [(1, 5)]
 
     weight = np.random.default_rng(0).standard_normal((10, 5)).astype(np.float32)
     data = np.random.default_rng(1).standard_normal((1, 10)).astype(np.float32)
