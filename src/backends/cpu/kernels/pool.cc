@@ -128,27 +128,6 @@ LUMEN_TARGET_AVX512 inline void pool_cols_avx512(const PoolPlan &p, const float 
   }
 }
 
-// Output rows [begin, end) of all planes counted together, in blocks that may span planes (so
-// small planes still fill a block and the horizontal pass reads rows stored long before).
-template <bool kMax, int kStride, int kKh, int kKw>
-LUMEN_TARGET_AVX512 void pool_planes_avx512(const PoolPlan &p, const float *x, float *y,
-                                            int64_t begin, int64_t end, float *scratch) {
-  const int64_t in_plane = p.h * p.w;
-  for (int64_t r0 = begin; r0 < end; r0 += p.block_rows) {
-    const int64_t r1 = std::min(end, r0 + p.block_rows);
-    int64_t q = r0 / p.oh, i = r0 % p.oh;
-    for (int64_t r = r0; r < r1; ++r) {
-      pool_rows_avx512<kMax, kKh>(p, x + q * in_plane, i, scratch + (r - r0) * p.ld);
-      if (++i == p.oh) i = 0, ++q;
-    }
-    i = r0 % p.oh;
-    for (int64_t r = r0; r < r1; ++r) {
-      pool_cols_avx512<kMax, kStride, kKw>(p, scratch + (r - r0) * p.ld, i, y + r * p.ow);
-      if (++i == p.oh) i = 0;
-    }
-  }
-}
-
 // pool_planes_best for this stride, with the common square kernels unrolled.
 template <bool kMax, int kStride, int kKh, int kKw>
 void pool_planes_best(bool avx512, const PoolPlan &p, const float *x, float *y, int64_t begin,
@@ -285,25 +264,6 @@ LUMEN_TARGET_AVX2 inline void pool_cols_avx2(const PoolPlan &p, const float *s, 
   }
 }
 
-template <bool kMax, int kStride, int kKh, int kKw>
-LUMEN_TARGET_AVX2 void pool_planes_avx2(const PoolPlan &p, const float *x, float *y, int64_t begin,
-                                        int64_t end, float *scratch) {
-  const int64_t in_plane = p.h * p.w;
-  for (int64_t r0 = begin; r0 < end; r0 += p.block_rows) {
-    const int64_t r1 = std::min(end, r0 + p.block_rows);
-    int64_t q = r0 / p.oh, i = r0 % p.oh;
-    for (int64_t r = r0; r < r1; ++r) {
-      pool_rows_avx2<kMax, kKh>(p, x + q * in_plane, i, scratch + (r - r0) * p.ld);
-      if (++i == p.oh) i = 0, ++q;
-    }
-    i = r0 % p.oh;
-    for (int64_t r = r0; r < r1; ++r) {
-      pool_cols_avx2<kMax, kStride, kKw>(p, scratch + (r - r0) * p.ld, i, y + r * p.ow);
-      if (++i == p.oh) i = 0;
-    }
-  }
-}
-
 // Sum of n floats in double, four lanes of partial sums in each of two accumulators.
 LUMEN_TARGET_AVX2 inline double sum_f64_avx2(const float *x, int64_t n) {
   __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
@@ -325,14 +285,34 @@ LUMEN_TARGET_AVX2 void global_avg_avx2(const float *x, float *y, int64_t size, i
     y[q] = static_cast<float>(sum_f64_avx2(x + q * size, size) / static_cast<double>(size));
 }
 
-// The AVX-512 or AVX2 pooling for this stride, with the common square kernels unrolled.
+// Output rows [begin, end) of all planes counted together, in blocks that may span planes (so
+// small planes still fill a block and the horizontal pass reads rows stored long before); each
+// row's passes compiled for AVX-512 or AVX2 (a call per row, not inlined across the targets).
 template <bool kMax, int kStride, int kKh, int kKw>
 void pool_planes_best(bool avx512, const PoolPlan &p, const float *x, float *y, int64_t begin,
                       int64_t end, float *scratch) {
-  if (avx512)
-    pool_planes_avx512<kMax, kStride, kKh, kKw>(p, x, y, begin, end, scratch);
-  else
-    pool_planes_avx2<kMax, kStride, kKh, kKw>(p, x, y, begin, end, scratch);
+  const int64_t in_plane = p.h * p.w;
+  for (int64_t r0 = begin; r0 < end; r0 += p.block_rows) {
+    const int64_t r1 = std::min(end, r0 + p.block_rows);
+    int64_t q = r0 / p.oh, i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      float *row = scratch + (r - r0) * p.ld;
+      if (avx512)
+        pool_rows_avx512<kMax, kKh>(p, x + q * in_plane, i, row);
+      else
+        pool_rows_avx2<kMax, kKh>(p, x + q * in_plane, i, row);
+      if (++i == p.oh) i = 0, ++q;
+    }
+    i = r0 % p.oh;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *row = scratch + (r - r0) * p.ld;
+      if (avx512)
+        pool_cols_avx512<kMax, kStride, kKw>(p, row, i, y + r * p.ow);
+      else
+        pool_cols_avx2<kMax, kStride, kKw>(p, row, i, y + r * p.ow);
+      if (++i == p.oh) i = 0;
+    }
+  }
 }
 #endif
 
