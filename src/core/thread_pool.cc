@@ -27,14 +27,15 @@ inline void cpu_relax() {
 
 constexpr uint64_t kMaxChunks = 0xffff;
 
-uint64_t claim_word(uint32_t id, uint64_t chunks, uint64_t next) {
-  return (uint64_t(id) << 32) | (chunks << 16) | next;
+uint64_t claim_word(uint32_t id, uint64_t end, uint64_t next) {
+  return (uint64_t(id) << 32) | (end << 16) | next;
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+ThreadPool::ThreadPool(int num_threads)
+    : num_threads_(std::max(1, num_threads)), claims_(new Claim[size_t(num_threads_)]) {
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -51,31 +52,34 @@ int ThreadPool::default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void ThreadPool::run_chunks(uint32_t id) {
-  uint64_t word = next_.load(std::memory_order_acquire);
-  for (;;) {
-    if (uint32_t(word >> 32) != id) return;
-    const uint64_t chunks = (word >> 16) & kMaxChunks, idx = word & kMaxChunks;
-    if (idx >= chunks) return;
-    // The claim succeeds only while the word still names this job, so the job's fields read
-    // below are the ones it was published with.
-    if (!next_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
-                                     std::memory_order_acquire))
-      continue;
-    const int64_t begin = int64_t(idx) * chunk_;
-    const int64_t end = std::min(n_, begin + chunk_);
-    try {
-      body_.call(body_.obj, begin, end);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
+void ThreadPool::run_chunks(uint32_t id, int self) {
+  for (int k = 0; k < num_threads_; ++k) {
+    std::atomic<uint64_t> &claim = claims_[size_t((self + k) % num_threads_)].word;
+    uint64_t word = claim.load(std::memory_order_acquire);
+    for (;;) {
+      if (uint32_t(word >> 32) != id) return;  // a newer job: this one is done
+      const uint64_t end = (word >> 16) & kMaxChunks, idx = word & kMaxChunks;
+      if (idx >= end) break;  // this range is taken: try the next participant's
+      // The claim succeeds only while the word still names this job, so the job's fields read
+      // below are the ones it was published with.
+      if (!claim.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+                                       std::memory_order_acquire))
+        continue;
+      const int64_t begin = int64_t(idx) * chunk_;
+      const int64_t stop = std::min(n_, begin + chunk_);
+      try {
+        body_.call(body_.obj, begin, stop);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      done_.fetch_add(1, std::memory_order_release);
+      word = claim.load(std::memory_order_acquire);
     }
-    done_.fetch_add(1, std::memory_order_release);
-    word = next_.load(std::memory_order_acquire);
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   in_parallel_region = true;
   uint32_t seen = 0;
   for (;;) {
@@ -103,7 +107,7 @@ void ThreadPool::worker_loop() {
     }
     if (stopping_.load()) return;
     seen = id;
-    run_chunks(id);
+    run_chunks(id, self);
   }
 }
 
@@ -125,15 +129,19 @@ void ThreadPool::dispatch(int64_t n, int64_t grain, Body body) {
   done_.store(0, std::memory_order_relaxed);
   error_ = nullptr;
   const uint32_t id = job_id_.load(std::memory_order_relaxed) + 1;
-  // Publishes the fields above to whoever claims a chunk (release), then wakes the workers.
-  next_.store(claim_word(id, uint64_t(chunks), 0), std::memory_order_release);
+  // Participant t's range: chunks [chunks * t / T, chunks * (t + 1) / T). Publishes the fields
+  // above to whoever claims a chunk (release), then wakes the workers.
+  for (int t = 0; t < num_threads_; ++t)
+    claims_[size_t(t)].word.store(claim_word(id, uint64_t(chunks * (t + 1) / num_threads_),
+                                             uint64_t(chunks * t / num_threads_)),
+                                  std::memory_order_release);
   job_id_.store(id);
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     wake_.notify_all();
   }
   in_parallel_region = true;
-  run_chunks(id);
+  run_chunks(id, 0);
   in_parallel_region = false;
   // Every chunk is claimed; wait for those still running on workers.
   for (int i = 1; done_.load(std::memory_order_acquire) != chunks; ++i) {

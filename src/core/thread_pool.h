@@ -5,7 +5,8 @@
 // Dispatch is cheap because inference issues many small parallel loops back to back: idle workers
 // spin (with pause instructions) for a short while on an atomic job counter before sleeping, the
 // caller runs chunks itself instead of waiting for workers to wake, and the loop body is passed by
-// reference (no std::function allocation).
+// reference (no std::function allocation). Each thread starts on the same share of every loop
+// (see claims_) and then helps with what the others have left.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -55,21 +57,30 @@ class ThreadPool {
     void (*call)(void *, int64_t, int64_t);
   };
   void dispatch(int64_t n, int64_t grain, Body body);
-  void worker_loop();
-  // Claims and runs chunks of job `id` until none is left (or another job has started).
-  void run_chunks(uint32_t id);
+  void worker_loop(int self);
+  // Claims and runs chunks of job `id` until none is left (or another job has started):
+  // participant `self`'s own range first, then what is left of the others'.
+  void run_chunks(uint32_t id, int self);
 
   int num_threads_;
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};  // one parallel_for at a time uses the workers
 
   // The current job. Written by the dispatching thread before it publishes the job through
-  // next_; stable until the job's last chunk is done (workers read it only after claiming one).
+  // claims_; stable until the job's last chunk is done (workers read it only after claiming one).
   Body body_{};
   int64_t n_ = 0, chunk_ = 0;
-  // Claim word: job id (high 32 bits), chunk count (16 bits), next chunk to claim (low 16 bits).
-  // A worker that woke for an old job fails to claim because the id no longer matches.
-  std::atomic<uint64_t> next_{0};
+  // Each participant (0: the dispatching thread, i: worker i) owns a contiguous range of a job's
+  // chunks, the same part of every job: consecutive kernels that split the same dimension find
+  // their data in the core's own L2 (claiming from one shared counter handed chunks out in
+  // arrival order; a chain of 384-channel 14x14 depthwise convs ran 35% slower after the first).
+  // A participant done with its range takes what is left of the others'. Claim word: job id (high
+  // 32 bits), end of the range (16 bits), next chunk (low 16 bits); a worker that woke for an old
+  // job fails to claim because the id no longer matches.
+  struct alignas(64) Claim {
+    std::atomic<uint64_t> word{0};
+  };
+  std::unique_ptr<Claim[]> claims_;
   std::atomic<int64_t> done_{0};     // chunks of the current job finished
   std::atomic<uint32_t> job_id_{0};  // bumped per job; workers wait for it to change
   std::atomic<bool> stopping_{false};
