@@ -1,5 +1,6 @@
 // Depthwise convolution (one input channel per group) on the cpu backend against the reference:
-// the unrolled 3x3 stride-1 and stride-2 paths, 16 channels per vector (AVX-512), the generic
+// the unrolled 3x3 stride-1 and stride-2 paths, 16 (AVX-512) or 8 (AVX2, outputs up to 27 wide)
+// channels per vector, the generic
 // path (other sizes, strides, dilations), channel multipliers, asymmetric padding, planes narrower
 // and wider than one vector, and the fused epilogue (clip as MobileNet's relu6, plus a residual).
 // The cpu kernel sums the nine taps in float32 in another order than the reference (double):
@@ -47,6 +48,9 @@ std::vector<DwCase> cases() {
       {"3x3 s2 p1 33 channels 14x14", 1, 33, 14, 14, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s2 17 channels 13x14 pads", 1, 17, 13, 14, 1, 3, 3, {2, 2}, {0, 1, 2, 0}, {1, 1}},
       {"3x3 s1 16 channels 12x12 no pad", 1, 16, 12, 12, 1, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // The AVX2 width limit: 27 output columns in lanes, 28 plane by plane.
+      {"3x3 s1 p1 12 channels 27x27", 1, 12, 27, 27, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {"3x3 s1 p1 12 channels 28x28", 1, 12, 28, 28, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
   };
 }
 
