@@ -164,9 +164,11 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
         epilogue->col_bias ? epilogue->col_bias + col : nullptr, epilogue->lo, epilogue->hi,
         epilogue->residual ? epilogue->residual + row * ldc + c_column(col) : nullptr};
   };
+  ukernels::GridLaneCache grid_cache;
   const auto tile_grid = [&](int64_t col) {
-    return options.grid ? ukernels::GridColumns{options.grid->wp, options.grid->width, col}
-                        : ukernels::GridColumns{};
+    return options.grid
+               ? ukernels::GridColumns{options.grid->wp, options.grid->width, col, &grid_cache}
+               : ukernels::GridColumns{};
   };
   if (k == 0) {  // C = 0 (or left), through the epilogue, a row segment of up to 64 at a time
     constexpr int kSegment = 64;

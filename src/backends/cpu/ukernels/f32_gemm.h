@@ -31,9 +31,20 @@ struct TileEpilogue {
   const float *residual = nullptr;  // where this tile's first row would be in C, or nullptr
 };
 
+// What a kernel derived from the last tile's grid columns, kept by the GEMM driver for the tiles
+// of one thread's region (they walk each column tile's row panels one after another), so the
+// kernel neither recomputes it nor looks it up in thread-local storage (__tls_get_addr was 10% of
+// a first conv's time). The kernel owns the layout of `data`.
+struct GridLaneCache {
+  int64_t col0 = -1, wp = 0, width = 0;
+  int n = -1;
+  alignas(64) unsigned char data[1024];
+};
+
 struct GridColumns {
   int64_t wp, width;  // grid row length, and the columns of each grid row that are kept
   int64_t col0;       // GEMM column of the tile's first column
+  GridLaneCache *cache = nullptr;  // the driver's, or nullptr
 };
 
 // Where column j of the tile lands in a row of C (see above), or nullptr if it is dropped.

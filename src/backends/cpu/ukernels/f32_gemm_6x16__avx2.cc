@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 
 namespace lumen::ukernels {
 namespace {
@@ -71,18 +72,16 @@ TileLanes grid_lanes(const GridColumns &g, int n) {
   return t;
 }
 
-// The GEMM walks each column tile's row panels one after another, all with the same grid lanes,
-// so each thread keeps the last tile's.
-const TileLanes &cached_grid_lanes(const GridColumns &g, int n) {
-  thread_local GridColumns key{0, 0, -1};
-  thread_local int key_n = -1;
-  thread_local TileLanes cached;
-  if (key.col0 != g.col0 || key.wp != g.wp || key.width != g.width || key_n != n) {
-    cached = grid_lanes(g, n);
-    key = g;
-    key_n = n;
-  }
-  return cached;
+// The grid lanes of the tile, from the driver's cache when the last tile had the same columns
+// (the GEMM walks each column tile's row panels one after another); `local` without a cache.
+const TileLanes &cached_grid_lanes(const GridColumns &g, int n, TileLanes &local) {
+  static_assert(sizeof(TileLanes) <= sizeof(GridLaneCache::data));
+  if (!g.cache) return local = grid_lanes(g, n);
+  GridLaneCache &c = *g.cache;
+  if (c.col0 == g.col0 && c.wp == g.wp && c.width == g.width && c.n == n)
+    return *std::launder(reinterpret_cast<const TileLanes *>(c.data));
+  c.col0 = g.col0, c.wp = g.wp, c.width = g.width, c.n = n;
+  return *new (c.data) TileLanes(grid_lanes(g, n));
 }
 
 // Vector v of a row laid out like C (a row of C or of the residual); lanes that do not land in C
@@ -164,7 +163,7 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
   const bool whole = !grid && n == kLanes * kVectors;
   TileLanes plain;
   const TileLanes *lanes = whole  ? nullptr
-                           : grid ? &cached_grid_lanes(*grid, n)
+                           : grid ? &cached_grid_lanes(*grid, n, plain)
                                   : &(plain = plain_lanes(n));
   const auto load_like_c = [&](const float *row, int v) {
     return whole ? _mm256_loadu_ps(row + kLanes * v) : load_lanes(row, lanes->v[v]);
