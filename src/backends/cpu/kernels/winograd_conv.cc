@@ -199,6 +199,21 @@ void finish_band(const ConvParams &p, const Tiling &tiles, const float *prod,
   }
 }
 
+// Rows [m0, m0 + m) of a GEMM A operand (m0 a multiple of the micro-kernel's mr).
+class RowsOfA final : public GemmA {
+ public:
+  RowsOfA(const GemmA &a, int64_t m0) : a_(a), m0_(m0) {}
+  PanelBlock panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr,
+                    float *buffer) const override {
+    return a_.panels(m0_ + m0, mc, k0, kc, mr, buffer);
+  }
+  bool prepacked() const override { return a_.prepacked(); }
+
+ private:
+  const GemmA &a_;
+  int64_t m0_;
+};
+
 // About this many bytes of transformed input and products per band: they stay in L2 between the
 // transforms and the GEMMs.
 constexpr int64_t kBandBytes = int64_t(1) << 20;
@@ -219,7 +234,7 @@ void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
   const int64_t band_rows =
       std::max<int64_t>(1, kBandBytes / (int64_t(sizeof(float)) * 16 * (c + m) * tiles.cols));
   const int64_t bands = (tiles.rows + band_rows - 1) / band_rows;
-  if (bands * p.n >= 2 * pool.size()) {
+  if (bands * p.n >= pool.size()) {
     const int64_t max_band_tiles = std::min(band_rows, tiles.rows) * tiles.cols;
     pool.parallel_for(p.n * bands, 1, [&](int64_t begin, int64_t end) {
       thread_local std::vector<float> v, prod, rows;
@@ -244,33 +259,37 @@ void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
     });
     return;
   }
-  // Small maps: the whole map is one band, and each step runs over the pool.
-  // V: 16 matrices [C, tiles]; P: 16 matrices [M, tiles].
-  const BandLayout band(t_count, c, m);
-  Tensor v_buffer = Tensor::empty(Shape{checked_mul(16, band.v_stride)}, DType::Float32);
-  Tensor p_buffer = Tensor::empty(Shape{checked_mul(16, band.p_stride)}, DType::Float32);
-  float *v = v_buffer.data<float>(), *prod = p_buffer.data<float>();
-  for (int64_t n = 0; n < p.n; ++n) {
-    const float *xn = x + n * c * p.h * p.w;
-    pool.parallel_for(c, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> rows(static_cast<size_t>(transform_scratch(padded_width, tiles)));
-      transform_band(p, tiles, xn, begin, end, 0, tiles.rows, padded_width, rows.data(), v, band);
-    });
-    // The 16 small GEMMs (C = 32-64 deep) shared out whole, one dispatch, rather than each split
-    // over the pool: SqueezeNet's 32->128 3x3 conv on 27x27, 2 threads, 0.73 -> 0.61 ms (Zen 2).
-    pool.parallel_for(16, 1, [&](int64_t k0, int64_t k1) {
-      for (int64_t k = k0; k < k1; ++k)
-        sgemm(pool, m, t_count, c, weights.u[static_cast<size_t>(k)],
-              StridedB(v + k * band.v_stride, t_count, false), prod + k * band.p_stride, t_count,
-              {.max_threads = 1});
-    });
-    pool.parallel_for(m, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> rows(static_cast<size_t>(2 * 2 * tiles.cols));  // two output rows
-      finish_band(p, tiles, prod, band, begin, end, 0, tiles.rows, rows.data(), bias,
-                  residual ? residual + n * m * out_plane : nullptr, epilogue,
-                  y + n * m * out_plane);
-    });
-  }
+  // Small maps (one band): the output channels split over the threads, each transforming the
+  // whole input itself (a few percent of the products) so that its V, its 16 GEMMs' products and
+  // their output transform stay in its own core's caches. Transforms, GEMMs and output each over
+  // the pool sent P between the cores: 27x27 and 13x13 maps ran 1.3-1.5x faster on 2 threads than
+  // on 1 where onnxruntime ran 1.8x.
+  const int64_t mr = default_f32_gemm_microkernel().mr;
+  const int64_t parts = std::min<int64_t>(pool.size(), ceil_div(m, mr));
+  const int64_t part_rows = ceil_div(ceil_div(m, parts), mr) * mr;
+  pool.parallel_for(p.n * parts, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> v, prod, rows;
+    const BandLayout largest(t_count, c, part_rows);
+    v.resize(static_cast<size_t>(16 * largest.v_stride));
+    prod.resize(static_cast<size_t>(16 * largest.p_stride));
+    rows.resize(static_cast<size_t>(transform_scratch(padded_width, tiles)));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / parts, m0 = std::min(m, (item % parts) * part_rows);
+      const int64_t m1 = std::min(m, m0 + part_rows);
+      if (m0 >= m1) continue;
+      const BandLayout band(t_count, c, m1 - m0);
+      transform_band(p, tiles, x + n * c * p.h * p.w, 0, c, 0, tiles.rows, padded_width,
+                     rows.data(), v.data(), band);
+      for (int k = 0; k < 16; ++k)
+        sgemm(pool, m1 - m0, t_count, c, RowsOfA(weights.u[static_cast<size_t>(k)], m0),
+              StridedB(v.data() + k * band.v_stride, t_count, false),
+              prod.data() + k * band.p_stride, t_count, {.max_threads = 1});
+      const int64_t out = (n * m + m0) * out_plane;
+      finish_band(p, tiles, prod.data(), band, 0, m1 - m0, 0, tiles.rows, rows.data(),
+                  bias ? bias + m0 : nullptr, residual ? residual + out : nullptr, epilogue,
+                  y + out);
+    }
+  });
 }
 
 }  // namespace lumen::cpu
