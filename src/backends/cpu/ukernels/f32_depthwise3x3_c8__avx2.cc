@@ -9,19 +9,12 @@
 
 #include <algorithm>
 
-#include "backends/cpu/ukernels/avx2_transpose.h"
+#include "backends/cpu/ukernels/avx2_vectors.h"
 
 namespace lumen::ukernels {
 namespace {
 
 constexpr int kLanes = 8;
-
-// The vmaskmovps mask of lanes [0, count).
-inline __m256i first_lanes8(int64_t count) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(
-      _mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, kLanes))), lane);
-}
 
 }  // namespace
 

@@ -11,17 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/cpu/ukernels/avx2_vectors.h"
+
 namespace lumen::ukernels {
 namespace {
-
-// The vmaskmovps mask of lanes [begin, end) of 8.
-inline __m256i lane_range8(int64_t begin, int64_t end) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i b = _mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(begin, 0, 8)));
-  const __m256i e = _mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(end, 0, 8)));
-  // begin <= lane < end
-  return _mm256_andnot_si256(_mm256_cmpgt_epi32(b, lane), _mm256_cmpgt_epi32(e, lane));
-}
 
 // Stores lanes [0, count) of v at out (count <= 8), and up to `room` floats.
 inline void store_run(float *out, int64_t count, int64_t room, __m256 v) {

@@ -8,17 +8,10 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 
-#include <algorithm>
+#include "backends/cpu/ukernels/avx2_vectors.h"
 
 namespace lumen::ukernels {
 namespace {
-
-// The mask of a vector's first `count` lanes, for vmaskmovps loads (fast, unlike its stores on
-// AMD CPUs); lanes masked off are never read.
-inline __m256i first_lanes8(int count) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::clamp(count, 0, 8)), lane);
-}
 
 // One panel step: the row's first 16 columns (`cols` of them, zeros past), in two stores.
 struct Step16 {

@@ -8,7 +8,7 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 
-#include "backends/cpu/ukernels/avx2_transpose.h"
+#include "backends/cpu/ukernels/avx2_vectors.h"
 
 namespace lumen::ukernels {
 

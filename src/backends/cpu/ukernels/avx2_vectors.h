@@ -1,11 +1,26 @@
-// An 8x8 float transpose in AVX2 registers, for kernels that move data between planes and
-// lane-minor layouts (A panel packing, channels-in-lanes depthwise). Include only from files
-// built with AVX2 enabled.
+// AVX2 helpers shared by the __avx2.cc kernels: lane masks for vmaskmovps loads (fast, unlike its
+// stores on AMD CPUs, which the kernels avoid) and an 8x8 transpose for kernels that move data
+// between planes and lane-minor layouts. Include only from files built with AVX2 enabled.
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace lumen::ukernels {
+
+// The vmaskmovps mask of lanes [0, count) of 8 (none at 0 or below, all from 8 on).
+inline __m256i first_lanes8(int64_t count) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))),
+                            lane);
+}
+
+// The mask of lanes [begin, end) of 8.
+inline __m256i lane_range8(int64_t begin, int64_t end) {
+  return _mm256_andnot_si256(first_lanes8(begin), first_lanes8(end));
+}
 
 // In place: rows r[0..8) become columns.
 inline void transpose8x8(__m256 (&r)[8]) {
