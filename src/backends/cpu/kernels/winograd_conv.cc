@@ -224,68 +224,48 @@ void winograd_conv2d(ThreadPool &pool, const ConvParams &p, const float *x,
                      const WinogradWeights &weights, const float *bias, const float *residual,
                      const Epilogue<float> &epilogue, float *y) {
   const Tiling tiles = tiling(p);
-  const int64_t t_count = tiles.count(), m = p.m, c = p.c;
+  const int64_t m = p.m, c = p.c;
   const int64_t out_plane = p.oh * p.ow;
   // Tiles read padded columns [0, 2 * cols + 2); the input sits at [pl, pl + w).
   const int64_t padded_width = std::max(2 * tiles.cols + 2, p.pl + p.w);
-  // Large maps run in bands of tile rows, each band's transforms and 16 GEMMs on one thread
-  // while its V and P stay in L2: transforming the whole map first sent 2 x 16 x (C + M) floats
-  // per tile through memory (at 64 channels on 56x56 that made Winograd slower than the GEMM).
-  const int64_t band_rows =
+  // Work items of tile rows x output channels, each transformed, multiplied by its 16 GEMMs and
+  // transformed back on one thread, so its V and P stay in that core's caches. Large maps run in
+  // bands of tile rows whose V and P fit in about kBandBytes (transforming the whole map first
+  // sent 2 x 16 x (C + M) floats per tile through memory: at 64 channels on 56x56 that made
+  // Winograd slower than the GEMM). With fewer bands than threads (small maps) the output channels
+  // split over the threads instead, each transforming the whole input itself (a few percent of
+  // the products): transforms, GEMMs and output transform each over the pool sent P between the
+  // cores, and 27x27 and 13x13 maps ran 1.3-1.5x faster on 2 threads than on 1 where onnxruntime
+  // ran 1.8x.
+  int64_t band_rows =
       std::max<int64_t>(1, kBandBytes / (int64_t(sizeof(float)) * 16 * (c + m) * tiles.cols));
-  const int64_t bands = (tiles.rows + band_rows - 1) / band_rows;
-  if (bands * p.n >= pool.size()) {
-    const int64_t max_band_tiles = std::min(band_rows, tiles.rows) * tiles.cols;
-    pool.parallel_for(p.n * bands, 1, [&](int64_t begin, int64_t end) {
-      thread_local std::vector<float> v, prod, rows;
-      const BandLayout largest(max_band_tiles, c, m);
-      v.resize(static_cast<size_t>(16 * largest.v_stride));
-      prod.resize(static_cast<size_t>(16 * largest.p_stride));
-      rows.resize(static_cast<size_t>(transform_scratch(padded_width, tiles)));
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t n = item / bands, ty0 = (item % bands) * band_rows;
-        const int64_t ty1 = std::min(tiles.rows, ty0 + band_rows);
-        const BandLayout band((ty1 - ty0) * tiles.cols, c, m);
-        transform_band(p, tiles, x + n * c * p.h * p.w, 0, c, ty0, ty1, padded_width, rows.data(),
-                       v.data(), band);
-        for (int k = 0; k < 16; ++k)
-          sgemm(pool, m, band.tiles, c, weights.u[static_cast<size_t>(k)],
-                StridedB(v.data() + k * band.v_stride, band.tiles, false),
-                prod.data() + k * band.p_stride, band.tiles, {.max_threads = 1});
-        finish_band(p, tiles, prod.data(), band, 0, m, ty0, ty1, rows.data(), bias,
-                    residual ? residual + n * m * out_plane : nullptr, epilogue,
-                    y + n * m * out_plane);
-      }
-    });
-    return;
+  int64_t bands = ceil_div(tiles.rows, band_rows), parts = 1, part_rows = m;
+  if (bands * p.n < pool.size()) {
+    const int64_t mr = default_f32_gemm_microkernel().mr;  // parts start on an A panel
+    band_rows = tiles.rows, bands = 1;
+    parts = std::min<int64_t>(pool.size(), ceil_div(m, mr));
+    part_rows = ceil_div(ceil_div(m, parts), mr) * mr;
   }
-  // Small maps (one band): the output channels split over the threads, each transforming the
-  // whole input itself (a few percent of the products) so that its V, its 16 GEMMs' products and
-  // their output transform stay in its own core's caches. Transforms, GEMMs and output each over
-  // the pool sent P between the cores: 27x27 and 13x13 maps ran 1.3-1.5x faster on 2 threads than
-  // on 1 where onnxruntime ran 1.8x.
-  const int64_t mr = default_f32_gemm_microkernel().mr;
-  const int64_t parts = std::min<int64_t>(pool.size(), ceil_div(m, mr));
-  const int64_t part_rows = ceil_div(ceil_div(m, parts), mr) * mr;
-  pool.parallel_for(p.n * parts, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(p.n * bands * parts, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> v, prod, rows;
-    const BandLayout largest(t_count, c, part_rows);
+    const BandLayout largest(std::min(band_rows, tiles.rows) * tiles.cols, c, part_rows);
     v.resize(static_cast<size_t>(16 * largest.v_stride));
     prod.resize(static_cast<size_t>(16 * largest.p_stride));
     rows.resize(static_cast<size_t>(transform_scratch(padded_width, tiles)));
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / parts, m0 = std::min(m, (item % parts) * part_rows);
-      const int64_t m1 = std::min(m, m0 + part_rows);
+      const int64_t n = item / (bands * parts), band = item / parts % bands;
+      const int64_t ty0 = band * band_rows, ty1 = std::min(tiles.rows, ty0 + band_rows);
+      const int64_t m0 = std::min(m, item % parts * part_rows), m1 = std::min(m, m0 + part_rows);
       if (m0 >= m1) continue;
-      const BandLayout band(t_count, c, m1 - m0);
-      transform_band(p, tiles, x + n * c * p.h * p.w, 0, c, 0, tiles.rows, padded_width,
-                     rows.data(), v.data(), band);
+      const BandLayout layout((ty1 - ty0) * tiles.cols, c, m1 - m0);
+      transform_band(p, tiles, x + n * c * p.h * p.w, 0, c, ty0, ty1, padded_width, rows.data(),
+                     v.data(), layout);
       for (int k = 0; k < 16; ++k)
-        sgemm(pool, m1 - m0, t_count, c, RowsOfA(weights.u[static_cast<size_t>(k)], m0),
-              StridedB(v.data() + k * band.v_stride, t_count, false),
-              prod.data() + k * band.p_stride, t_count, {.max_threads = 1});
+        sgemm(pool, m1 - m0, layout.tiles, c, RowsOfA(weights.u[static_cast<size_t>(k)], m0),
+              StridedB(v.data() + k * layout.v_stride, layout.tiles, false),
+              prod.data() + k * layout.p_stride, layout.tiles, {.max_threads = 1});
       const int64_t out = (n * m + m0) * out_plane;
-      finish_band(p, tiles, prod.data(), band, 0, m1 - m0, 0, tiles.rows, rows.data(),
+      finish_band(p, tiles, prod.data(), layout, 0, m1 - m0, ty0, ty1, rows.data(),
                   bias ? bias + m0 : nullptr, residual ? residual + out : nullptr, epilogue,
                   y + out);
     }
