@@ -177,6 +177,56 @@ TEST(Sgemm, AccumulatesIntoCAndLeavesTheRestOfARowAlone) {
   }
 }
 
+// Streaming stores (TileStore::kStream): each micro-kernel's tile, on line-aligned and on
+// misaligned C (the kernels fall back to plain stores there), with and without an epilogue, must
+// equal the overwriting store; and sgemm on a C larger than any L2 (which it streams) must match
+// the reference, C aligned or not, ldc a multiple of the vector width or not.
+TEST(Sgemm, StreamingStoresWriteWhatPlainStoresWrite) {
+  for (const F32GemmMicrokernel *kernel : supported_kernels()) {
+    SCOPED_TRACE(std::string(kernel->name));
+    const int64_t k = 9, ldc = 4 * kernel->nr;
+    // Panels are 64-byte aligned, as the packers make them.
+    alignas(64) static float a[9 * 16], b[9 * 32];
+    const auto av = random_values(k * kernel->mr, 5), bv = random_values(k * kernel->nr, 6);
+    std::copy(av.begin(), av.end(), a);
+    std::copy(bv.begin(), bv.end(), b);
+    const std::vector<float> bias = random_values(kernel->mr, 7);
+    const ukernels::TileEpilogue relu{bias.data(), nullptr, 0.0f, INFINITY};
+    // 64-byte aligned storage; offset 0 is line-aligned, offset 1 is not.
+    alignas(64) static float plain[4096], streamed[4096];
+    for (int64_t offset : {0, 1})
+      for (const ukernels::TileEpilogue *e :
+           {static_cast<const ukernels::TileEpilogue *>(nullptr), &relu}) {
+        std::fill(std::begin(plain), std::end(plain), NAN);
+        std::fill(std::begin(streamed), std::end(streamed), NAN);
+        kernel->run(k, a, b, plain + offset, ldc, kernel->mr, kernel->nr,
+                    ukernels::TileStore::kOverwrite, e, nullptr);
+        kernel->run(k, a, b, streamed + offset, ldc, kernel->mr, kernel->nr,
+                    ukernels::TileStore::kStream, e, nullptr);
+        for (size_t i = 0; i < 4096; ++i)
+          ASSERT_TRUE(plain[i] == streamed[i] || (std::isnan(plain[i]) && std::isnan(streamed[i])))
+              << "offset " << offset << " epilogue " << (e != nullptr) << " at " << i;
+      }
+  }
+  ThreadPool pool(2);
+  const Case c{200, 3000, 24};  // 2.4 MB of C
+  const auto a = random_values(c.m * c.k, 8), b = random_values(c.k * c.n, 9);
+  const auto want = reference(c, a, b);
+  for (const F32GemmMicrokernel *kernel : supported_kernels())
+    for (int64_t offset : {0, 1})
+      for (int64_t ldc : {c.n, c.n + 3}) {
+        std::vector<float> out(static_cast<size_t>(c.m * ldc + offset), NAN);
+        sgemm(pool, c.m, c.n, c.k, StridedA(a.data(), c.k, false), StridedB(b.data(), c.n, false),
+              out.data() + offset, ldc, {.kernel = kernel});
+        std::vector<float> got(static_cast<size_t>(c.m * c.n));
+        for (int64_t i = 0; i < c.m; ++i)
+          std::copy_n(out.begin() + offset + i * ldc, c.n, got.begin() + i * c.n);
+        expect_near(got, want, c,
+                    std::string(kernel->name) + " offset " + std::to_string(offset) + " ldc " +
+                        std::to_string(ldc));
+      }
+}
+
 // The micro-kernels' store epilogue: clamp(C + row bias + column bias, lo, hi), on the last depth
 // block only (after every product), over edge tiles and both threads; NaN passes the clamp.
 TEST(Sgemm, StoreEpilogueAddsBiasesAndClampsAfterTheLastDepthBlock) {

@@ -142,6 +142,9 @@ struct GemmOptions {
   // C's columns are a padded grid (col0 unused): C gets only the kept columns, packed, so ldc is
   // the packed row length (see ukernels/f32_gemm.h). finish still gets GEMM columns.
   const ukernels::GridColumns *grid = nullptr;
+  // Set by sgemm itself: C is large and written once, so whole tiles store it streaming (see
+  // ukernels::TileStore).
+  bool stream = false;
 };
 
 // C[m, n] (row-major, leading dimension ldc) = op(A) op(B), or += with accumulate. k == 0 gives

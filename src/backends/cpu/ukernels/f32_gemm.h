@@ -4,9 +4,10 @@
 //
 // `a` is an A panel (k steps of MR values, rows past m zero-padded), `b` a B panel (k steps of NR
 // values, columns past n zero-padded); both 64-byte aligned. C is row-major with leading
-// dimension ldc; only its first m rows and n columns are touched. With accumulate the tile is
-// added to C, otherwise it overwrites C. One file per instruction set, compiled with that ISA's
-// flags (see CMakeLists.txt); the GEMM driver picks one at run time from the CPU's features.
+// dimension ldc; only its first m rows and n columns are touched. The tile overwrites C, is added
+// to it, or overwrites it with streaming stores (TileStore). One file per instruction set, compiled
+// with that ISA's flags (see CMakeLists.txt); the GEMM driver picks one at run time from the CPU's
+// features.
 //
 // With an epilogue (the last depth block of a fused op), each stored value becomes
 // clamp(c + row_bias[i] + col_bias[j] + residual[i, j], lo, hi) while the tile is still in
@@ -23,6 +24,16 @@
 #include <cstdint>
 
 namespace lumen::ukernels {
+
+enum class TileStore : unsigned char {
+  kOverwrite,
+  kAccumulate,
+  // Overwrite, with non-temporal stores where the kernel can (whole tiles whose rows are aligned
+  // vectors): for a C written once and larger than the caches. Each store then skips the read of
+  // its line and does not push what the caches hold out to memory; the GEMM driver fences them
+  // (stream_fence) before anyone reads C.
+  kStream,
+};
 
 struct TileEpilogue {
   const float *row_bias;            // this tile's first row's bias, or nullptr
@@ -54,15 +65,16 @@ inline float *grid_column(float *c_row, const GridColumns &g, int64_t j) {
 }
 
 // Stores an m x n tile computed into `tile` (row stride tile_ld) into C, with accumulate, the
-// epilogue and grid columns as above: for kernels (and tiles) that do not do it in registers.
+// epilogue and grid columns as above (streaming stores as plain ones): for kernels (and tiles) that
+// do not do it in registers.
 inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc, int m, int n,
-                       bool accumulate, const TileEpilogue *e, const GridColumns *grid) {
+                       TileStore store, const TileEpilogue *e, const GridColumns *grid) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       float *dst = grid ? grid_column(c + i * ldc, *grid, j) : c + i * ldc + j;
       if (!dst) continue;
       float v = tile[i * tile_ld + j];
-      if (accumulate) v = *dst + v;
+      if (store == TileStore::kAccumulate) v = *dst + v;
       if (e) {
         if (e->row_bias) v += e->row_bias[i];
         if (e->col_bias) v += e->col_bias[j];
@@ -75,13 +87,13 @@ inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc
 }
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            int n, TileStore store, const TileEpilogue *epilogue,
                             const GridColumns *grid);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate, const TileEpilogue *epilogue,
+                         int n, TileStore store, const TileEpilogue *epilogue,
                          const GridColumns *grid);
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            int n, TileStore store, const TileEpilogue *epilogue,
                             const GridColumns *grid);
 
 }  // namespace lumen::ukernels

@@ -88,7 +88,11 @@ const TileGridRuns &tile_grid_runs(const GridColumns &g, int n) {
 // left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
 template <int kRows, int kVectors>
 void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-          bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
+          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid) {
+  const bool accumulate = store == TileStore::kAccumulate;
+  // Streaming stores for whole vectors of line-aligned rows (see TileStore).
+  const bool stream = store == TileStore::kStream && !grid &&
+                      reinterpret_cast<uintptr_t>(c) % 64 == 0 && ldc % 16 == 0;
   constexpr int kPanelRows = 12;
   __mmask16 mask[kVectors];
   for (int v = 0; v < kVectors; ++v) mask[v] = first_lanes(n - 16 * v);
@@ -169,7 +173,10 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
       if (accumulate) out = _mm512_add_ps(out, load_like_c(cr, v));
       if (epilogue) out = finish(out, r, v);
       if (!grid) {
-        _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
+        if (stream && mask[v] == __mmask16(0xFFFF))
+          _mm512_stream_ps(cr + 16 * v, out);
+        else
+          _mm512_mask_storeu_ps(cr + 16 * v, mask[v], out);
         continue;
       }
       for (int i = 0; i < tile_runs->count[v]; ++i)
@@ -181,15 +188,15 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 }  // namespace
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *e, const GridColumns *g) {
+                            int n, TileStore store, const TileEpilogue *e, const GridColumns *g) {
   if (n <= 16) {
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
-    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
-    return tile<12, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    return tile<12, 1>(k, a, b, c, ldc, m, n, store, e, g);
   }
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
-  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
-  tile<12, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  tile<12, 2>(k, a, b, c, ldc, m, n, store, e, g);
 }
 
 }  // namespace lumen::ukernels

@@ -11,7 +11,7 @@ using f32x4 = float __attribute__((vector_size(16)));
 }
 
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, bool accumulate, const TileEpilogue *epilogue,
+                            int n, TileStore store, const TileEpilogue *epilogue,
                             const GridColumns *grid) {
   constexpr int kMr = 4, kNr = 8;
   f32x4 acc[kMr][2] = {};
@@ -29,7 +29,7 @@ void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c,
     std::memcpy(tile[r], &acc[r][0], sizeof(acc[r][0]));
     std::memcpy(tile[r] + 4, &acc[r][1], sizeof(acc[r][1]));
   }
-  store_tile(tile[0], kNr, c, ldc, m, n, accumulate, epilogue, grid);
+  store_tile(tile[0], kNr, c, ldc, m, n, store, epilogue, grid);
 }
 
 }  // namespace lumen::ukernels

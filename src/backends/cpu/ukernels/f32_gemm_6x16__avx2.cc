@@ -157,7 +157,8 @@ inline void full_tile_steps(int64_t k, const float *&a, const float *&b, __m256 
 // compute only what they need (a 64-channel conv ends on 4 rows, a 7x7 map on 1 column).
 template <int kRows, int kVectors>
 void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-          bool accumulate, const TileEpilogue *epilogue, const GridColumns *grid) {
+          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid) {
+  const bool accumulate = store == TileStore::kAccumulate;
   // Whole vectors (most tiles) are plain loads and stores; partial tiles and grid columns go by
   // their lanes (building those cost as much as a 27-deep k loop).
   const bool whole = !grid && n == kLanes * kVectors;
@@ -237,7 +238,12 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
       each([&](int, int, __m256 &x) { x = _mm256_min_ps(hi, x); });
     }
   }
-  if (whole)
+  // Streaming: whole rows of aligned vectors only (a tile row is one 64-byte line when C is
+  // line-aligned, which the write-combining buffers send out whole).
+  if (whole && store == TileStore::kStream && reinterpret_cast<uintptr_t>(c) % 32 == 0 &&
+      ldc % kLanes == 0)
+    each([&](int r, int v, __m256 &x) { _mm256_stream_ps(c + r * ldc + kLanes * v, x); });
+  else if (whole)
     each([&](int r, int v, __m256 &x) { _mm256_storeu_ps(c + r * ldc + kLanes * v, x); });
   else
     each([&](int r, int v, __m256 &x) { store_lanes(c + r * ldc, lanes->v[v], x); });
@@ -246,15 +252,15 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 }  // namespace
 
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, bool accumulate, const TileEpilogue *e, const GridColumns *g) {
+                         int n, TileStore store, const TileEpilogue *e, const GridColumns *g) {
   if (n <= kLanes) {
-    if (m <= 2) return tile<2, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
-    return tile<6, 1>(k, a, b, c, ldc, m, n, accumulate, e, g);
+    if (m <= 2) return tile<2, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    return tile<6, 1>(k, a, b, c, ldc, m, n, store, e, g);
   }
-  if (m <= 2) return tile<2, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
-  tile<6, 2>(k, a, b, c, ldc, m, n, accumulate, e, g);
+  if (m <= 2) return tile<2, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  tile<6, 2>(k, a, b, c, ldc, m, n, store, e, g);
 }
 
 }  // namespace lumen::ukernels
