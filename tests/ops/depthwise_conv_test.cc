@@ -48,6 +48,10 @@ std::vector<DwCase> cases() {
       {"3x3 s2 p1 33 channels 14x14", 1, 33, 14, 14, 1, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s2 17 channels 13x14 pads", 1, 17, 13, 14, 1, 3, 3, {2, 2}, {0, 1, 2, 0}, {1, 1}},
       {"3x3 s1 16 channels 12x12 no pad", 1, 16, 12, 12, 1, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // Stride 2 plane by plane (over 27 output columns with AVX2): the vectorized parity split
+      // with the first padded column even or odd, odd widths and row tails.
+      {"3x3 s2 no pad 61 wide", 1, 3, 9, 61, 1, 3, 3, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+      {"3x3 s2 pads 2/1 58 wide", 1, 2, 8, 58, 1, 3, 3, {2, 2}, {1, 2, 0, 1}, {1, 1}},
       // The AVX2 width limit: 27 output columns in lanes, 28 plane by plane.
       {"3x3 s1 p1 12 channels 27x27", 1, 12, 27, 27, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s1 p1 12 channels 28x28", 1, 12, 28, 28, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},

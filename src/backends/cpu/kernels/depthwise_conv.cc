@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/ukernels/f32_depthwise.h"
@@ -46,7 +47,7 @@ LUMEN_VEC_INLINE inline void pad_plane(const ConvParams &p, const Padded &pd, co
 // is a contiguous read: quad[2 * (r % 2) + (c % 2)][r / 2][c / 2] = padded[r][c].
 template <class T>
 LUMEN_VEC_INLINE inline void split_quads(const ConvParams &p, const Padded &pd, const T *xc,
-                                         T *quad) {
+                                         T *quad, bool avx2) {
   // Straight from the input: only the inside is written, the same places every plane (the rest
   // was zeroed once, see depthwise_conv2d).
   const int64_t l = p.ow + 1, plane = (p.oh + 1) * l;
@@ -57,6 +58,19 @@ LUMEN_VEC_INLINE inline void split_quads(const ConvParams &p, const Padded &pd, 
   for (int64_t r = r0; r < r1; ++r) {
     const T *src = xc + (r - p.pt) * p.w - p.pl;  // src[c]: padded column c
     T *even = quad + (2 * (r % 2)) * plane + (r / 2) * l, *odd = even + plane;
+    // The input row's even and odd columns land in the parity planes that padded column c0 =
+    // pl and c0 + 1 fall in (scalar, the strided copy was most of a 112x112 plane's time).
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (avx2) {
+        T *at_c0 = (c0 % 2 ? odd : even) + c0 / 2, *at_c1 = (c0 % 2 ? even : odd) + (c0 + 1) / 2;
+        ukernels::f32_deinterleave__avx2(src + c0, c1 - c0, at_c0, at_c1);
+        continue;
+      }
+    }
+#else
+    (void)avx2;
+#endif
     for (int64_t k = (c0 + 1) / 2; 2 * k < c1; ++k) even[k] = src[2 * k];
     for (int64_t k = c0 / 2; 2 * k + 1 < c1; ++k) odd[k] = src[2 * k + 1];
   }
@@ -272,6 +286,11 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
   // Input planes, each feeding p.mg output planes; ~32K multiply-adds per parallel chunk (a
   // 576-channel 7x7 layer has only 254K in all, and must still use every thread).
   const int64_t planes = p.n * p.c;
+#if defined(__x86_64__) && defined(__GNUC__)
+  const bool avx2 = vec::cpu_isa() >= vec::Isa::Avx2;
+#else
+  const bool avx2 = false;
+#endif
   const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
   pool.parallel_for(planes, std::max<int64_t>(1, (int64_t(1) << 15) / work),
                     [&](int64_t begin, int64_t end) {
@@ -286,7 +305,7 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
                         // One ISA dispatch per plane: copies and taps all run vectorized.
                         vec::run_best([&]() LUMEN_VEC_INLINE {
                           if (kind == Kind::S2)
-                            split_quads(p, pd, x + q * in_plane, s.quads.data());
+                            split_quads(p, pd, x + q * in_plane, s.quads.data(), avx2);
                           else
                             pad_plane(p, pd, x + q * in_plane, s.padded.data());
                           const int64_t n = q / p.c, c = q % p.c;

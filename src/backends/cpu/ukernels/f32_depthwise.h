@@ -38,6 +38,9 @@ inline size_t f32_depthwise3x3_scratch(const DepthwiseChannels &d, int lanes) {
   return static_cast<size_t>((rows * cols + strip * d.ow + lanes) * lanes);
 }
 
+// evens[i] = src[2 i] for 2 i < n, odds[i] = src[2 i + 1] for 2 i + 1 < n.
+void f32_deinterleave__avx2(const float *src, int64_t n, float *evens, float *odds);
+
 void f32_depthwise3x3_c16__avx512(const DepthwiseChannels &d, float *scratch);
 void f32_depthwise3x3_c8__avx2(const DepthwiseChannels &d, float *scratch);
 
