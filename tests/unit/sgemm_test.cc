@@ -273,7 +273,9 @@ TEST(Sgemm, GridColumnsStoreOnlyTheKeptColumnsPacked) {
     int64_t m, rows, wp, width, k;
   };
   for (const GridCase g : {GridCase{14, 5, 45, 41, 300}, GridCase{13, 7, 9, 7, 40},
-                           GridCase{5, 11, 3, 1, 17}, GridCase{3, 4, 20, 20, 0}}) {
+                           GridCase{5, 11, 3, 1, 17}, GridCase{3, 4, 20, 20, 0},
+                           // 3.8 MB of C: streamed through the staging block (a first conv).
+                           GridCase{70, 120, 113, 112, 27}}) {
     const Case c{g.m, g.rows * g.wp, g.k};
     const auto a = random_values(c.m * c.k, 11), b = random_values(c.k * c.n, 12);
     const auto want = reference(c, a, b);

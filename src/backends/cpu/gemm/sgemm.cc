@@ -72,6 +72,56 @@ constexpr double kMinMacsPerThread = 128.0 * 1024.0;
 // still be read by every thread's chunks from there.
 constexpr double kSharedOperandCachedBytes = 8.0 * 1024 * 1024;
 
+// A streamed C whose rows are not aligned vectors (grid columns, odd row lengths) goes through a
+// staging block of about this many floats per thread (128 KiB, in L2), which is copied out with
+// streaming stores: SqueezeNet's first conv (3.2 MB of 111-wide output rows) spent as long on its
+// stores as on its products.
+constexpr int64_t kStageFloats = 32 * 1024;
+
+// dst[0, n) = src[0, n): the whole 64-byte lines of dst with streaming stores, the partial lines
+// at either end with plain ones (a line written both ways is flushed from the write-combining
+// buffer early and read back: copying 55-float rows that way ran slower than plain stores).
+void stream_copy(float *dst, const float *src, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  const int64_t head =
+      std::min<int64_t>(n, ((64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64) / 4);
+  for (; i < head; ++i) dst[i] = src[i];
+  for (; i + 16 <= n; i += 16)
+    for (int64_t q = 0; q < 16; q += 4) _mm_stream_ps(dst + i + q, _mm_loadu_ps(src + i + q));
+#endif
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+// Rows [0, rows) of a staging block (row stride ld) holding GEMM columns [col0, col0 + cols) into
+// C (c: its first row), through the grid columns if C has them: they land on one contiguous range
+// of each row, gathered in `packed` (cols floats) first so it is streamed in one piece.
+void copy_out(const float *stage, int64_t ld, int64_t rows, int64_t col0, int64_t cols, float *c,
+              int64_t ldc, const ukernels::GridColumns *grid, float *packed) {
+  const auto kept_before = [&](int64_t t) {
+    return (t / grid->wp) * grid->width + std::min(t % grid->wp, grid->width);
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *src = stage + r * ld;
+    float *row = c + r * ldc;
+    if (!grid) {
+      stream_copy(row + col0, src, cols);
+      continue;
+    }
+    float *out = packed;
+    for (int64_t t = col0; t < col0 + cols;) {
+      const int64_t grid_row = t / grid->wp, col = t % grid->wp;
+      const int64_t end = std::min(col0 + cols, grid_row * grid->wp + grid->width);
+      if (col < grid->width) {
+        std::memcpy(out, src + (t - col0), static_cast<size_t>(end - t) * sizeof(float));
+        out += end - t;
+      }
+      t = col < grid->width ? end : (grid_row + 1) * grid->wp;
+    }
+    stream_copy(row + kept_before(col0), packed, out - packed);
+  }
+}
+
 // Orders this thread's streaming stores before its later stores (the thread pool's completion
 // flag among them), so whoever reads C after the GEMM sees them.
 void stream_fence() {
@@ -89,9 +139,10 @@ std::shared_ptr<float[]> aligned_floats(size_t count) {
 
 // Per-thread packing buffers, grown on demand and kept: a warm GEMM allocates nothing.
 struct Workspace {
-  std::shared_ptr<float[]> a, b, shared_b;
-  size_t a_size = 0, b_size = 0, shared_b_size = 0;
+  std::shared_ptr<float[]> a, b, shared_b, stage;
+  size_t a_size = 0, b_size = 0, shared_b_size = 0, stage_size = 0;
   float *a_buffer(size_t count) { return grow(a, a_size, count); }
+  float *stage_buffer(size_t count) { return grow(stage, stage_size, count); }
   float *b_buffer(size_t count) { return grow(b, b_size, count); }
   // All of B packed by every thread together (see SharedPackedB), in the calling thread's.
   float *shared_b_buffer(size_t count) { return grow(shared_b, shared_b_size, count); }
@@ -233,6 +284,15 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
                         ? nullptr
                         : ws.b_buffer(static_cast<size_t>(
                               round_up(std::min(col_block, n_end - n_begin), nr) * depth));
+  // Streamed tiles that cannot be streamed in place (see kStageFloats) are staged instead; a
+  // residual, read in C's layout by the tiles, keeps them in place.
+  const bool staged = options.stream && !(epilogue && epilogue->residual) &&
+                      (options.grid || ldc % 16 != 0 || reinterpret_cast<uintptr_t>(c) % 64 != 0);
+  const int64_t stage_cols = std::clamp<int64_t>(kStageFloats / round_up(row_block, mr) / nr * nr,
+                                                 nr, round_up(col_block, nr));
+  float *stage =
+      staged ? ws.stage_buffer(static_cast<size_t>((round_up(row_block, mr) + 1) * stage_cols))
+             : nullptr;
   for (int64_t n0 = n_begin; n0 < n_end; n0 += col_block) {
     const int64_t nc = std::min(col_block, n_end - n0);
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
@@ -250,22 +310,33 @@ void sgemm_region(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end
         const bool last = k0 + kc >= k;  // the depth block that completes C
         const bool finish = options.finish && last;
         int64_t unfinished = 0;  // first column not yet handed to the finish hook
+        // Staging: tiles overwrite the stage (columns from staged_from on), copied out in batches.
+        const bool to_stage = staged && store == ukernels::TileStore::kStream;
+        const ukernels::TileStore tile_store = to_stage ? ukernels::TileStore::kOverwrite : store;
+        const int64_t tile_ldc = to_stage ? stage_cols : ldc;
+        int64_t staged_from = 0;
         for (int64_t j = 0; j * nr < nc; ++j) {
           const int64_t col_end = std::min(nc, (j + 1) * nr);
-          float *c_col = c + c_column(n0 + j * nr);
+          float *c_col = to_stage ? stage + (j * nr - staged_from) : c + c_column(n0 + j * nr);
           const ukernels::GridColumns grid = tile_grid(n0 + j * nr);
-          const ukernels::GridColumns *tile_g = options.grid ? &grid : nullptr;
+          const ukernels::GridColumns *tile_g = options.grid && !to_stage ? &grid : nullptr;
           const int cols = static_cast<int>(col_end - j * nr);
           for (int64_t i = 0; i * mr < mc; ++i) {
             const float *a_panel = ap.data + i * ap.panel_stride;
-            float *c_tile = c_col + (m0 + i * mr) * ldc;
+            float *c_tile = c_col + (to_stage ? i * mr : m0 + i * mr) * tile_ldc;
             const int rows = static_cast<int>(std::min(mr, mc - i * mr));
             const ukernels::TileEpilogue te = last && epilogue
                                                   ? tile_epilogue(m0 + i * mr, n0 + j * nr)
                                                   : ukernels::TileEpilogue{};
             const ukernels::TileEpilogue *tile_e = last && epilogue ? &te : nullptr;
-            uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, ldc, rows, cols, store,
-                   tile_e, tile_g);
+            uk.run(kc, a_panel, bp.data + j * bp.panel_stride, c_tile, tile_ldc, rows, cols,
+                   tile_store, tile_e, tile_g);
+          }
+          if (to_stage && (col_end - staged_from >= stage_cols || col_end == nc)) {
+            copy_out(stage, stage_cols, mc, n0 + staged_from, col_end - staged_from, c + m0 * ldc,
+                     ldc, options.grid ? &grid : nullptr,
+                     stage + round_up(row_block, mr) * stage_cols);
+            staged_from = col_end;
           }
           if (finish && (col_end - unfinished >= kFinishColumns || col_end == nc)) {
             (*options.finish)(m0, m0 + mc, n0 + unfinished, n0 + col_end);
