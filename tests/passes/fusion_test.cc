@@ -1,9 +1,9 @@
 // The fusion passes that create conv2d/gemm/fused_* nodes: fold_conv_batch_norm,
-// matmul_add_to_gemm, fuse_residual_add, fuse_bias_activation. Each positive case checks the op
-// counts after one run (run_pass also checks idempotence and verify()) and that the optimized graph
-// computes what the original did (float32: rtol/atol 1e-4). Negative cases check the pattern does
-// not fire. The pipeline cases (Conv+BN+ReLU, a ResNet basic block, a transformer MLP) run
-// Graph::optimize(2) and check the compiled steps.
+// matmul_add_to_gemm, fuse_residual_add, fuse_bias_activation, fuse_conv_max_pool. Each positive
+// case checks the op counts after one run (run_pass also checks idempotence and verify()) and that
+// the optimized graph computes what the original did (float32: rtol/atol 1e-4). Negative cases
+// check the pattern does not fire. The pipeline cases (Conv+BN+ReLU, a ResNet basic block, a
+// transformer MLP) run Graph::optimize(2) and check the compiled steps.
 #include <string>
 #include <vector>
 
@@ -429,6 +429,59 @@ TEST(FuseResidualAddPass, DoesNotFireOnBroadcastsOrOtherUses) {
   g.mark_output(
       g.add_op("add", {g.add_op("conv2d", {xd, g.add_weight("w5", {4, 4, 3, 3})}, pads1()), zd}));
   run_pass(*make_fuse_residual_add(), g, false);
+}
+
+// --- fuse_conv_max_pool ------------------------------------------------------------------------
+
+// conv(x, w) (relu fused) -> max_pool2d 3x3 s2: a first layer (min_bytes 0: any size of output).
+Value *first_layer(Graph &g, Value *x, const Shape &w, const Attributes &conv_attrs,
+                   const std::string &activation = "relu") {
+  Attributes attrs = conv_attrs;
+  if (!activation.empty()) attrs.set("activation", activation);
+  Value *conv =
+      g.add_op("fused_conv", {x, g.add_weight(g.fresh_name("w"), w)}, attrs, g.fresh_name("conv"));
+  return g.add_op("max_pool2d", {conv}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}},
+                  g.fresh_name("pool"));
+}
+
+TEST(FuseConvMaxPoolPass, ShallowConvAndItsPoolBecomeOneNode) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 3, 23, 21});
+  g.mark_output(first_layer(g, x, {10, 3, 3, 3}, {{"strides", Ints{2, 2}}}));
+  std::vector<std::string> notes;
+  Graph after =
+      optimized_copy(g, make_fuse_conv_max_pool(0), {random_tensor({2, 3, 23, 21}, 1)}, &notes);
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_conv_max_pool", 1}}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("fused_conv 'conv_0' + max_pool2d 'pool_2' -> fused_conv_max_pool"),
+            std::string::npos)
+      << notes[0];
+  const std::string attrs = after.nodes()[0]->attrs().to_string();
+  EXPECT_NE(attrs.find("pool_kernel_shape=[3, 3]"), std::string::npos) << attrs;
+  EXPECT_NE(attrs.find("activation=\"relu\""), std::string::npos) << attrs;
+  // The default threshold (1 MiB of conv output per image) leaves this small graph alone.
+  Graph small = g.clone();
+  run_pass(*make_fuse_conv_max_pool(), small, false);
+}
+
+TEST(FuseConvMaxPoolPass, DoesNotFireWhenItWouldNotHelpOrCannot) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 8, 20, 20});
+  // Deep: 8 * 3 * 3 = 72 values per output.
+  g.mark_output(first_layer(g, x, {8, 8, 3, 3}, pads1()));
+  // Grouped.
+  g.mark_output(first_layer(g, x, {8, 2, 3, 3}, {{"group", int64_t{4}}}));
+  // An activation the GEMM's store cannot clamp.
+  g.mark_output(first_layer(g, x, {8, 8, 1, 1}, {}, "sigmoid"));
+  // The conv's output has a second user.
+  Value *conv = g.add_op("fused_conv", {x, g.add_weight("w_shared", {8, 8, 1, 1})});
+  g.mark_output(g.add_op("max_pool2d", {conv}, {{"kernel_shape", Ints{3, 3}}}));
+  g.mark_output(g.add_op("relu", {conv}));
+  // Pool pads as large as the window: a band could read no rows.
+  Value *conv2 = g.add_op("fused_conv", {x, g.add_weight("w_pad", {8, 8, 1, 1})});
+  g.mark_output(
+      g.add_op("max_pool2d", {conv2}, {{"kernel_shape", Ints{2, 2}}, {"pads", Ints{2, 0, 0, 0}}}));
+  run_pass(*make_fuse_conv_max_pool(0), g, false);
 }
 
 // --- the pipeline ------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 //     output's shape and dtype exactly (no broadcasting).
 //   fused_gemm(a, b, c?): act(alpha * op(A) op(B) + beta * C); gemm's attributes.
 //   fused_matmul(a, b, bias?): act(matmul(a, b) + bias); bias is 1-D [N], N = last output dim.
+//   fused_conv_max_pool(x, w, b?): max_pool2d(fused_conv(x, w, b)); the pool's attributes
+//     prefixed "pool_" (backends/common/conv_max_pool.h).
 // The activation: attribute "activation" ("" or absent: none) naming one of the activation ops
 // in backends/common/epilogue.h, and that op's own attributes prefixed "activation_"
 // (activation_alpha, activation_min, activation_approximate...). float32 and float64 only.
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/conv_max_pool.h"
 #include "backends/common/epilogue.h"
 #include "graph/op_schema.h"
 
@@ -46,17 +49,18 @@ void check_activation(const InferContext &ctx) {
       ctx.fail("attribute ", key, " must not be NaN");
 }
 
-// The same context restricted to the inputs the unfused op takes, so errors still name the fused
-// op and node.
-InferContext base_context(const InferContext &ctx, size_t num_inputs) {
+// The same context restricted to inputs [first, first + num_inputs) of the fused op (attributes
+// `attrs`, default the fused node's), so errors still name the fused op and node.
+InferContext base_context(const InferContext &ctx, size_t num_inputs, size_t first = 0,
+                          const Attributes *attrs = nullptr) {
   std::vector<const TensorType *> inputs(num_inputs, nullptr);
   std::vector<const Tensor *> values(num_inputs, nullptr);
   for (size_t i = 0; i < num_inputs; ++i) {
-    if (ctx.has_input(i)) inputs[i] = ctx.inputs[i];
-    values[i] = ctx.value(i);
+    if (ctx.has_input(first + i)) inputs[i] = ctx.inputs[first + i];
+    values[i] = ctx.value(first + i);
   }
   return InferContext{.inputs = std::move(inputs),
-                      .attrs = ctx.attrs,
+                      .attrs = attrs ? *attrs : ctx.attrs,
                       .op = ctx.op,
                       .node = ctx.node,
                       .values = std::move(values)};
@@ -86,6 +90,18 @@ std::vector<TensorType> infer_fused_conv(const InferContext &ctx) {
   return out;
 }
 
+std::vector<TensorType> infer_fused_conv_max_pool(const InferContext &ctx) {
+  check_float(ctx);
+  if (ctx.attrs.has(std::string(kBandRowsAttr)) &&
+      ctx.attrs.get_int(std::string(kBandRowsAttr), 0) < 1)
+    ctx.fail("attribute ", kBandRowsAttr, " must be at least 1");
+  const Attributes conv_attrs = conv_stage_attributes(ctx.attrs);
+  const auto t = infer_fused_conv(base_context(ctx, 3, 0, &conv_attrs));
+  const Attributes pool_attrs = pool_stage_attributes(ctx.attrs);
+  return get_op("max_pool2d")
+      .infer(InferContext{.inputs = {&t[0]}, .attrs = pool_attrs, .op = ctx.op, .node = ctx.node});
+}
+
 std::vector<TensorType> infer_fused_gemm(const InferContext &ctx) {
   check_float(ctx);
   check_activation(ctx);
@@ -113,6 +129,10 @@ std::vector<TensorType> infer_fused_matmul(const InferContext &ctx) {
 
 LUMEN_REGISTER_OP(
     {.name = "fused_conv", .min_inputs = 2, .max_inputs = 4, .infer = infer_fused_conv});
+LUMEN_REGISTER_OP({.name = "fused_conv_max_pool",
+                   .min_inputs = 2,
+                   .max_inputs = 3,
+                   .infer = infer_fused_conv_max_pool});
 LUMEN_REGISTER_OP(
     {.name = "fused_gemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_fused_gemm});
 LUMEN_REGISTER_OP(

@@ -26,4 +26,9 @@ void f32_pack_row_table_16__avx2(const float *base, const int64_t *row_offsets, 
                                  int cols, float *dst);
 void f32_pack_strided_rows_16__avx2(const float *src, int64_t ld, int64_t kc, int cols, float *dst);
 
+// dst[c * plane + q] = src[q * channels + c] for q < pixels, c < channels: channels-last pixels
+// into channel planes.
+void f32_transpose_to_planes__avx2(const float *src, int64_t pixels, int64_t channels, float *dst,
+                                   int64_t plane);
+
 }  // namespace lumen::ukernels

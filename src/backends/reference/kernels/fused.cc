@@ -1,23 +1,27 @@
 // Reference fused_conv, fused_gemm and fused_matmul: the registered reference conv2d / gemm /
 // matmul kernel computes the product into the output, then the shared epilogue adds the bias or
-// residual and applies the activation over the whole tensor. Obviously the unfused sequence, which
-// is what the CPU kernels are tested against.
+// residual and applies the activation over the whole tensor. fused_conv_max_pool: the conv into a
+// whole temporary, then the pool. Obviously the unfused sequence, which is what the CPU
+// kernels are tested against.
 #include <vector>
 
+#include "backends/common/conv_max_pool.h"
 #include "backends/common/epilogue.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-// Runs the reference kernel of `op` on `inputs`, writing the fused node's output.
+// Runs the reference kernel of `op` on `inputs`, writing `outputs` (default: the fused node's)
+// with attributes `attrs` (default: the fused node's).
 template <class T>
-void run_reference(KernelContext &ctx, std::string_view op, std::vector<const Tensor *> inputs) {
+void run_reference(KernelContext &ctx, std::string_view op, std::vector<const Tensor *> inputs,
+                   std::vector<Tensor *> outputs = {}, const Attributes *attrs = nullptr) {
   const KernelFn fn = kernel_registry("reference").find(op, dtype_of<T>);
   if (!fn) ctx.fail("no reference ", op, " kernel for ", dtype_name(dtype_of<T>));
   KernelContext inner{.inputs = std::move(inputs),
-                      .outputs = ctx.outputs,
-                      .attrs = ctx.attrs,
+                      .outputs = outputs.empty() ? ctx.outputs : std::move(outputs),
+                      .attrs = attrs ? *attrs : ctx.attrs,
                       .pool = ctx.pool,
                       .stream = ctx.stream,
                       .op = ctx.op,
@@ -65,8 +69,24 @@ void fused_matmul(KernelContext &ctx) {
   for (int64_t row = 0; row < y.numel() / n; ++row) epilogue.apply(out + row * n, n, bias, nullptr);
 }
 
+// The conv into a whole temporary, then the pool over it.
+template <class T>
+void fused_conv_max_pool(KernelContext &ctx) {
+  const Attributes conv_attrs = conv_stage_attributes(ctx.attrs);
+  const Attributes pool_attrs = pool_stage_attributes(ctx.attrs);
+  Tensor t = Tensor::empty(
+      conv_stage_output_shape(ctx.input(0).shape(), ctx.input(1).shape(), conv_attrs), dtype_of<T>);
+  run_reference<T>(ctx, "fused_conv", {&ctx.input(0), &ctx.input(1), optional_input(ctx, 2)}, {&t},
+                   &conv_attrs);
+  run_reference<T>(ctx, "max_pool2d", {&t}, {}, &pool_attrs);
+}
+
 LUMEN_REGISTER_KERNEL("reference", "fused_conv", fused_conv<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "fused_conv", fused_conv<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("reference", "fused_conv_max_pool", fused_conv_max_pool<float>,
+                      DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "fused_conv_max_pool", fused_conv_max_pool<double>,
+                      DType::Float64);
 LUMEN_REGISTER_KERNEL("reference", "fused_gemm", fused_gemm<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "fused_gemm", fused_gemm<double>, DType::Float64);
 LUMEN_REGISTER_KERNEL("reference", "fused_matmul", fused_matmul<float>, DType::Float32);
