@@ -49,6 +49,8 @@ std::vector<Case> cases() {
        {8, 4, 3, 2},
        {{"dilations", Ints{2, 1}}, {"strides", Ints{1, 2}}},
        {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 2}}, {"dilations", Ints{2, 1}}}},
+      // Conv outputs 2 wide: a micro-kernel panel of 6 pixels spans three output rows.
+      {"narrow map", {2, 2, 13, 4}, {5, 2, 3, 3}, {}, {{"kernel_shape", Ints{2, 2}}}},
       {"5x5 s3 conv, overlapping stride-1 pool",
        {1, 1, 40, 38},
        {20, 1, 5, 5},

@@ -143,24 +143,33 @@ class PatchRows final : public cpu::GemmA {
 
   cpu::PanelBlock panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr,
                          float *buffer) const override {
+    constexpr int kMaxRows = 16;  // every micro-kernel's mr
     for (int64_t i = 0; i * mr < mc; ++i) {
       const int64_t pixel = m0 + i * mr;
-      const int rows = static_cast<int>(std::min<int64_t>(mr, m0 + mc - pixel));
+      const int rows = static_cast<int>(std::min<int64_t>({mr, kMaxRows, m0 + mc - pixel}));
       const int64_t oy = first_row_ + pixel / p_.ow, ox = pixel % p_.ow;
-      // The panel's pixels on its first output row, and the rest on the next.
-      const int first = static_cast<int>(std::min<int64_t>(rows, p_.ow - ox));
       float *dst = buffer + i * kc * mr;
+      if (ox + rows <= p_.ow) {  // one output row (most panels): one run per step
+        for (int64_t s = k0; s < k0 + kc; ++s, dst += mr) {
+          const float *run = planes_.at(s, oy, ox);
+          if (rows == 6 && mr == 6) {
+            std::memcpy(dst, run, 6 * sizeof(float));
+            continue;
+          }
+          std::copy(run, run + rows, dst);
+          std::fill(dst + rows, dst + mr, 0.0f);
+        }
+        continue;
+      }
+      // Pixels on several output rows (the end of a row, or maps narrower than the panel).
+      int64_t offset[kMaxRows];
+      for (int r = 0; r < rows; ++r) {
+        const int64_t px = ox + r;
+        offset[r] = planes_.at(0, oy + px / p_.ow, px % p_.ow) - planes_.at(0, 0, 0);
+      }
       for (int64_t s = k0; s < k0 + kc; ++s, dst += mr) {
-        const float *run = planes_.at(s, oy, ox);
-        if (first == 6 && mr == 6) {
-          std::memcpy(dst, run, 6 * sizeof(float));
-          continue;
-        }
-        for (int r = 0; r < first; ++r) dst[r] = run[r];
-        if (first < rows) {
-          const float *next = planes_.at(s, oy + 1, 0);
-          for (int r = first; r < rows; ++r) dst[r] = next[r - first];
-        }
+        const float *base = planes_.at(s, 0, 0);
+        for (int r = 0; r < rows; ++r) dst[r] = base[offset[r]];
         std::fill(dst + rows, dst + mr, 0.0f);
       }
     }
