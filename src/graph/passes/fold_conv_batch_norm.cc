@@ -142,17 +142,7 @@ class FoldConvBatchNorm final : public Pass {
       }
       Node *conv = affine->conv;
       Value *folded = fold(graph, *affine, node->name());
-      if (!graph.can_replace(node->output(), folded)) {
-        graph.remove_node(folded->producer());
-        continue;
-      }
-      ctx.note("conv2d '", conv->name(), "' + ", node->op(), " '", node->name(), "' -> conv2d '",
-               folded->producer()->name(), "'");
-      graph.replace_all_uses(node->output(), folded);
-      // Both are dead now; removing them here keeps a second run from matching them again.
-      graph.remove_node(node);
-      graph.remove_node(conv);
-      changed = true;
+      changed |= replace_pair(graph, ctx, conv, node, folded);
     }
     return changed;
   }

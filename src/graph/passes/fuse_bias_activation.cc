@@ -95,7 +95,7 @@ class FuseBiasActivation final : public Pass {
     attrs->set("activation", std::string(activation.name));
     const char *op = fused_op_for(producer->op());
     Value *fused = graph.add_op(op, producer->inputs(), *attrs, graph.fresh_name(producer->name()));
-    return replace(graph, ctx, producer, act, fused);
+    return replace_pair(graph, ctx, producer, act, fused);
   }
 
   static bool fold_channel_bias(Graph &graph, PassContext &ctx, Node *add) {
@@ -116,25 +116,9 @@ class FuseBiasActivation final : public Pass {
       inputs[2] = bias;
       Value *fused =
           graph.add_op(conv->op(), inputs, conv->attrs(), graph.fresh_name(conv->name()));
-      return replace(graph, ctx, conv, add, fused);
+      return replace_pair(graph, ctx, conv, add, fused);
     }
     return false;
-  }
-
-  // `follower`'s output becomes `fused`'s; both old nodes are removed so a second run cannot
-  // match them again.
-  static bool replace(Graph &graph, PassContext &ctx, Node *producer, Node *follower,
-                      Value *fused) {
-    if (!graph.can_replace(follower->output(), fused)) {
-      graph.remove_node(fused->producer());
-      return false;
-    }
-    ctx.note(producer->op(), " '", producer->name(), "' + ", follower->op(), " '", follower->name(),
-             "' -> ", fused->producer()->op(), " '", fused->producer()->name(), "'");
-    graph.replace_all_uses(follower->output(), fused);
-    graph.remove_node(follower);
-    graph.remove_node(producer);
-    return true;
   }
 };
 

@@ -78,16 +78,7 @@ class FuseConvMaxPool final : public Pass {
         attrs.set(std::string(kPoolPrefix) + key, value);
       Value *fused =
           graph.add_op("fused_conv_max_pool", inputs, attrs, graph.fresh_name(pool->name()));
-      if (!graph.can_replace(pool->output(), fused)) {
-        graph.remove_node(fused->producer());
-        continue;
-      }
-      ctx.note(conv->op(), " '", conv->name(), "' + max_pool2d '", pool->name(),
-               "' -> fused_conv_max_pool '", fused->producer()->name(), "'");
-      graph.replace_all_uses(pool->output(), fused);
-      graph.remove_node(pool);
-      graph.remove_node(conv);
-      changed = true;
+      changed |= replace_pair(graph, ctx, conv, pool, fused);
     }
     return changed;
   }

@@ -62,16 +62,7 @@ class FuseResidualAdd final : public Pass {
         inputs[3] = z;
         Value *fused =
             graph.add_op("fused_conv", inputs, conv->attrs(), graph.fresh_name(conv->name()));
-        if (!graph.can_replace(add->output(), fused)) {
-          graph.remove_node(fused->producer());
-          continue;
-        }
-        ctx.note(conv->op(), " '", conv->name(), "' + add '", add->name(), "' -> fused_conv '",
-                 fused->producer()->name(), "'");
-        graph.replace_all_uses(add->output(), fused);
-        // Both are dead now; removing them here keeps a second run from matching them again.
-        graph.remove_node(add);
-        graph.remove_node(conv);
+        if (!replace_pair(graph, ctx, conv, add, fused)) continue;
         changed = true;
         break;
       }

@@ -68,17 +68,7 @@ class MatmulAddToGemm final : public Pass {
       if (!m.matmul) continue;
       Value *fused = graph.add_op(m.op, {m.matmul->input(0), m.matmul->input(1), m.bias}, {},
                                   graph.fresh_name(m.matmul->name()));
-      if (!graph.can_replace(add->output(), fused)) {
-        graph.remove_node(fused->producer());
-        continue;
-      }
-      ctx.note("matmul '", m.matmul->name(), "' + add '", add->name(), "' -> ", m.op, " '",
-               fused->producer()->name(), "'");
-      graph.replace_all_uses(add->output(), fused);
-      // Both are dead now; removing them here keeps a second run from matching them again.
-      graph.remove_node(add);
-      graph.remove_node(m.matmul);
-      changed = true;
+      changed |= replace_pair(graph, ctx, m.matmul, add, fused);
     }
     return changed;
   }

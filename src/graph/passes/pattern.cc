@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backends/common/binary_functors.h"
+#include "graph/passes/pass.h"
 
 namespace lumen {
 namespace {
@@ -30,6 +31,19 @@ bool rewire_uses(Graph &graph, Value *from, Value *to) {
     for (size_t i = 0; i < user->inputs().size(); ++i)
       if (user->input(i) == from) graph.set_input(user, i, to);
   return !users.empty();
+}
+
+bool replace_pair(Graph &graph, PassContext &ctx, Node *producer, Node *follower, Value *fused) {
+  if (!graph.can_replace(follower->output(), fused)) {
+    graph.remove_node(fused->producer());
+    return false;
+  }
+  ctx.note(producer->op(), " '", producer->name(), "' + ", follower->op(), " '", follower->name(),
+           "' -> ", fused->producer()->op(), " '", fused->producer()->name(), "'");
+  graph.replace_all_uses(follower->output(), fused);
+  graph.remove_node(follower);
+  graph.remove_node(producer);
+  return true;
 }
 
 bool remove_if_dead(Graph &graph, Node *node) {

@@ -1,4 +1,4 @@
-// Small matching helpers shared by the passes. Matching never modifies the graph.
+// Small matching and rewriting helpers shared by the passes. Matching never modifies the graph.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 #include "lumen/graph.h"
 
 namespace lumen {
+
+class PassContext;  // graph/passes/pass.h
 
 inline bool is_graph_output(const Graph &graph, const Value *v) {
   return std::count(graph.outputs().begin(), graph.outputs().end(), v) != 0;
@@ -35,6 +37,12 @@ inline bool is_live(const Graph &graph, const Value *v) {
 // constant or another output) keeps its producer; only the node users move. Returns whether any
 // use moved.
 bool rewire_uses(Graph &graph, Value *from, Value *to);
+
+// A fusion's last step: `follower`'s output becomes `fused` (made from `producer` and `follower`),
+// noted as "producer_op 'p' + follower_op 'f' -> fused_op 'x'", and both old nodes are removed so
+// a second run cannot match them again. When `fused` cannot stand for the output (see
+// Graph::can_replace), removes `fused` instead, leaves the graph as it was and returns false.
+bool replace_pair(Graph &graph, PassContext &ctx, Node *producer, Node *follower, Value *fused);
 
 // Removes `node` when none of its outputs is live any more; returns whether it did.
 bool remove_if_dead(Graph &graph, Node *node);
