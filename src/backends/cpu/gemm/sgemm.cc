@@ -98,9 +98,6 @@ void stream_copy(float *dst, const float *src, int64_t n) {
 // of each row, gathered in `packed` (cols floats) first so it is streamed in one piece.
 void copy_out(const float *stage, int64_t ld, int64_t rows, int64_t col0, int64_t cols, float *c,
               int64_t ldc, const ukernels::GridColumns *grid, float *packed) {
-  const auto kept_before = [&](int64_t t) {
-    return (t / grid->wp) * grid->width + std::min(t % grid->wp, grid->width);
-  };
   for (int64_t r = 0; r < rows; ++r) {
     const float *src = stage + r * ld;
     float *row = c + r * ldc;
@@ -118,7 +115,7 @@ void copy_out(const float *stage, int64_t ld, int64_t rows, int64_t col0, int64_
       }
       t = col < grid->width ? end : (grid_row + 1) * grid->wp;
     }
-    stream_copy(row + kept_before(col0), packed, out - packed);
+    stream_copy(row + ukernels::kept_before(*grid, col0), packed, out - packed);
   }
 }
 

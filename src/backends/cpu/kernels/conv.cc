@@ -144,9 +144,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
       const ukernels::GridColumns grid{wp, p.ow, 0};
       // Grid columns [j0, j1) land on one contiguous range of each output plane (the kept
       // columns are packed): one epilogue call per channel, not one per output row.
-      const auto kept_before = [&](int64_t t) { return (t / wp) * p.ow + std::min(t % wp, p.ow); };
       const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-        const int64_t out = kept_before(j0), count = kept_before(j1) - out;
+        const int64_t out = ukernels::kept_before(grid, j0);
+        const int64_t count = ukernels::kept_before(grid, j1) - out;
         for (int64_t m = m0; m < m1; ++m) finish_outputs(m, out, count);
       };
       cpu::sgemm(ctx.pool, p.mg, image.columns(), k, a, image.b(), yg, out_plane,

@@ -13,7 +13,6 @@
 // The conv's activation must be none, relu or clip (a clamp in the GEMM's store); pads must be
 // smaller than the windows, so every band reads input rows (the pass checks both).
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>

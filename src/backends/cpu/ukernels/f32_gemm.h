@@ -64,6 +64,13 @@ inline float *grid_column(float *c_row, const GridColumns &g, int64_t j) {
   return col < g.width ? c_row + (t / g.wp) * g.width + col : nullptr;
 }
 
+// How many kept columns come before GEMM column t: where t lands in a row of C if it is kept; grid
+// columns [t0, t1) land on kept_before(t1) - kept_before(t0) contiguous floats from there.
+inline int64_t kept_before(const GridColumns &g, int64_t t) {
+  const int64_t col = t % g.wp;
+  return (t / g.wp) * g.width + (col < g.width ? col : g.width);
+}
+
 // Stores an m x n tile computed into `tile` (row stride tile_ld) into C, with accumulate, the
 // epilogue and grid columns as above (streaming stores as plain ones): for kernels (and tiles) that
 // do not do it in registers.
