@@ -209,7 +209,7 @@ TEST(Sgemm, StreamingStoresWriteWhatPlainStoresWrite) {
       }
   }
   ThreadPool pool(2);
-  const Case c{200, 3000, 24};  // 2.4 MB of C
+  const Case c{400, 6000, 24};  // 9.6 MB of C: past the streaming threshold on every CPU
   const auto a = random_values(c.m * c.k, 8), b = random_values(c.k * c.n, 9);
   const auto want = reference(c, a, b);
   for (const F32GemmMicrokernel *kernel : supported_kernels())
@@ -274,8 +274,8 @@ TEST(Sgemm, GridColumnsStoreOnlyTheKeptColumnsPacked) {
   };
   for (const GridCase g : {GridCase{14, 5, 45, 41, 300}, GridCase{13, 7, 9, 7, 40},
                            GridCase{5, 11, 3, 1, 17}, GridCase{3, 4, 20, 20, 0},
-                           // 3.8 MB of C: streamed through the staging block (a first conv).
-                           GridCase{70, 120, 113, 112, 27}}) {
+                           // 8.6 MB of C: streamed through the staging block (a first conv).
+                           GridCase{160, 120, 113, 112, 27}}) {
     const Case c{g.m, g.rows * g.wp, g.k};
     const auto a = random_values(c.m * c.k, 11), b = random_values(c.k * c.n, 12);
     const auto want = reference(c, a, b);
