@@ -1,5 +1,6 @@
-// resize on the reference kernel: hand-computed nearest, linear and cubic results for the
-// coordinate transformation modes, sizes vs scales, axes, and errors naming the op.
+// resize: the CPU backend against the reference over every mode; hand-computed nearest, linear and
+// cubic results for the coordinate transformation modes, sizes vs scales, axes, and errors naming
+// the op.
 #include <string>
 #include <vector>
 
@@ -81,6 +82,65 @@ TEST(ResizeTest, Errors) {
   expect_error([&] { resize({x, kEmpty, f32({3}, {1, 2, 2})}, {}); }, "scales must have 2");
   expect_error([&] { resize({x, kEmpty, f32({2}, {1, -2})}, {}); }, "scales must be > 0");
   expect_error([&] { resize({x}, {}); }, "exactly one of scales and sizes");
+}
+
+// The CPU kernel against the reference: every mode, coordinate transformation, nearest rounding,
+// antialias and exclude_outside, up- and down-sampling by scales or sizes, on the inner axes,
+// an outer one (channels) and all four; float32 and float64.
+TEST(ResizeTest, CpuMatchesReferenceEverywhere) {
+  const Tensor x32 = testing::random_tensor({2, 3, 7, 9}, 5);
+  const Tensor x64 = testing::random_tensor({2, 3, 7, 9}, 5, -1, 1, DType::Float64);
+  struct Geometry {
+    Tensor scales, sizes;
+    std::vector<int64_t> axes;
+  };
+  const std::vector<Geometry> geometries = {
+      {f32({4}, {1, 1, 2, 2}), kEmpty, {}},
+      {f32({4}, {1, 1, 0.6f, 0.45f}), kEmpty, {}},
+      {kEmpty, Tensor::from_vector<int64_t>({4}, {2, 3, 16, 5}), {}},
+      {kEmpty, Tensor::from_vector<int64_t>({4}, {1, 5, 3, 20}), {}},
+      {f32({2}, {1.7f, 0.5f}), kEmpty, {2, 3}},
+      {f32({1}, {2.0f}), kEmpty, {1}},
+  };
+  const std::vector<std::string> ctms = {"half_pixel", "align_corners", "asymmetric",
+                                         "pytorch_half_pixel", "half_pixel_symmetric"};
+  int cases = 0;
+  for (const Geometry &g : geometries)
+    for (const std::string mode : {"nearest", "linear", "cubic"})
+      for (const std::string &ctm : ctms)
+        for (int variant = 0; variant < 3; ++variant) {
+          Attributes attrs{{"mode", mode}, {"coordinate_transformation_mode", ctm}};
+          if (!g.axes.empty()) attrs.set("axes", g.axes);
+          if (mode == "nearest")
+            attrs.set("nearest_mode", std::string(variant == 0   ? "round_prefer_floor"
+                                                  : variant == 1 ? "floor"
+                                                                 : "ceil"));
+          else if (variant == 1)
+            attrs.set("antialias", int64_t{1});
+          else if (variant == 2)
+            attrs.set("exclude_outside", int64_t{1});
+          for (const Tensor &x : {x32, x64}) {
+            std::vector<Tensor> inputs{x, kEmpty, g.scales};
+            if (g.sizes.numel()) inputs.push_back(g.sizes);
+            const Tensor want = call_op("resize", inputs, attrs, "reference")[0];
+            const Tensor got = call_op("resize", inputs, attrs, "cpu")[0];
+            EXPECT_TRUE(testing::all_close(got, want, 1e-5, 1e-5))
+                << mode << " " << ctm << " variant " << variant << " " << dtype_name(x.dtype());
+            ++cases;
+          }
+        }
+  EXPECT_EQ(cases, 6 * 3 * 5 * 3 * 2);
+}
+
+TEST(ResizeTest, CpuCropAndResizeExtrapolates) {
+  const Tensor x = testing::random_tensor({1, 2, 6, 6}, 8);
+  const Tensor roi = f32({8}, {0, 0, -0.2f, 0.1f, 1, 1, 0.8f, 1.3f});
+  const Attributes attrs{{"mode", std::string("linear")},
+                         {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                         {"extrapolation_value", 3.5}};
+  const std::vector<Tensor> inputs{x, roi, f32({4}, {1, 1, 1.5f, 2})};
+  EXPECT_TRUE(testing::all_close(call_op("resize", inputs, attrs, "cpu")[0],
+                                 call_op("resize", inputs, attrs, "reference")[0], 1e-5, 1e-5));
 }
 
 }  // namespace

@@ -357,7 +357,7 @@ TEST(ShapeOpsTest, SqueezeUnsqueezeFlatten) {
 
 TEST(ShapeOpsTest, ShapeSizeConstantOfShape) {
   const Tensor x = random_tensor({2, 3, 4}, 1);
-  for (const std::string backend : {"reference", ""}) {
+  for (const std::string backend : {"reference", "cpu"}) {
     EXPECT_EQ(values<int64_t>(call_op("shape", {x}, {}, backend).at(0)),
               (std::vector<int64_t>{2, 3, 4}));
     EXPECT_EQ(
@@ -378,6 +378,13 @@ TEST(ShapeOpsTest, ShapeSizeConstantOfShape) {
     EXPECT_EQ(values<int32_t>(seven), (std::vector<int32_t>{7, 7, 7}));
     EXPECT_EQ(call_op("constant_of_shape", {i64({2, 0})}, {}, backend).at(0).shape(),
               (Shape{2, 0}));
+    // Several 64 KiB fill chunks and a partial last one, with an 8-byte value.
+    const Tensor big = call_op("constant_of_shape", {i64({3, 12345})},
+                               {{"value", Tensor::from_vector<double>({1}, {-2.5})}}, backend)
+                           .at(0);
+    const std::vector<double> got = values<double>(big);
+    EXPECT_EQ(got.size(), 3u * 12345u);
+    EXPECT_EQ(std::count(got.begin(), got.end(), -2.5), static_cast<long>(got.size()));
   }
   expect_error(
       [&] {
