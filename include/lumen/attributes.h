@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -12,8 +13,13 @@
 
 namespace lumen {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, Tensor>;
+class Graph;
+
+// A subgraph (the branches of `if`, the body of `loop` and `scan`) is owned by its node's
+// attributes; Graph::clone copies it deeply.
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, Tensor, std::shared_ptr<Graph>>;
 
 class Attributes {
  public:
@@ -36,6 +42,8 @@ class Attributes {
   std::vector<double> get_floats(const std::string &name,
                                  const std::vector<double> &fallback) const;
   const Tensor *get_tensor(const std::string &name) const;  // nullptr when absent
+  Graph *get_graph(const std::string &name) const;          // nullptr when absent
+  bool has_graphs() const;                                  // whether any attribute is a subgraph
 
   std::string to_string() const;  // "{axis=1, perm=[0, 2, 1]}"
 

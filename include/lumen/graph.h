@@ -37,6 +37,15 @@ struct OptimizeReport {
   std::string to_string() const;
 };
 
+// How Graph::compile treats a graph whose input shapes are known only at run time. Such a graph
+// compiles once; each execute() then runs a plan made for its concrete input shapes (shapes
+// resolved, re-optimized at `opt_level`, memory planned, weights packed), kept in a cache of
+// `shape_cache_capacity` plans, the least recently used evicted first.
+struct CompileOptions {
+  int opt_level = 2;
+  size_t shape_cache_capacity = 8;
+};
+
 struct OptimizeOptions {
   // Print the graph after every pass that changed it: "-" for stderr, a folder for one file per
   // pass ("03_constant_folding.txt"), empty for none. Defaults to $LUMEN_DUMP_GRAPH.
@@ -107,6 +116,9 @@ class Graph {
   // --- Building -------------------------------------------------------------------------------
   // A runtime input; dims may be kUnknownDim (checked against the real tensor at run time).
   Value *add_input(const std::string &name, const Shape &shape, DType dtype = DType::Float32);
+  // An input whose rank is not known either (a subgraph's input taking an outer value whose shape
+  // is known only at run time). Its users' shapes are inferred at run time.
+  Value *add_input_of_unknown_shape(const std::string &name, DType dtype);
   // A trainable-style weight initialised with N(0, 1) values from a seed derived from `name`, so
   // the same graph always computes the same thing. Use add_constant for given values.
   Value *add_weight(const std::string &name, const Shape &shape, DType dtype = DType::Float32);
@@ -123,6 +135,9 @@ class Graph {
   void mark_output(Value *value);
   // Records symbolic dim names for a value (documentation for users; shapes stay kUnknownDim).
   void set_dim_names(Value *value, std::vector<std::string> names);
+  // Narrows a graph input's shape (fixing dims that were unknown: same rank, known dims kept) and
+  // re-infers the types of the whole graph.
+  void set_input_shape(Value *input, const Shape &shape);
 
   // --- Inspection -----------------------------------------------------------------------------
   const std::vector<Value *> &inputs() const { return inputs_; }
@@ -153,6 +168,11 @@ class Graph {
   std::string fresh_name(const std::string &base) { return unique_name(base); }
   // Removes a node whose outputs have no users and are not graph outputs.
   void remove_node(Node *node);
+  // Copies the nodes of `sub` into this graph, its inputs bound to `inputs` (values of this
+  // graph, one per input of `sub`), node and value names prefixed with `prefix`. Returns the
+  // values standing for the outputs of `sub` (an input of `inputs` where `sub` passes one through).
+  std::vector<Value *> inline_graph(const Graph &sub, const std::vector<Value *> &inputs,
+                                    const std::string &prefix);
   // Re-runs type inference over the whole graph (after rewrites).
   void infer_types();
 
@@ -162,7 +182,7 @@ class Graph {
   // Compiles a snapshot of this graph for `runtime`. The returned Executable is owned by the
   // runtime and stays valid until runtime->release(it) or the Runtime is destroyed; later changes
   // to this Graph do not affect it.
-  Executable *compile(Runtime *runtime) const;
+  Executable *compile(Runtime *runtime, const CompileOptions &options = {}) const;
 
  private:
   Value *new_value(const std::string &name);

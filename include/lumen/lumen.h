@@ -106,6 +106,9 @@ struct StepTiming {
 
 struct RunProfile {
   std::vector<StepTiming> steps;
+  // The steps of the plan that ran, which StepTiming::step indexes: Executable::steps(), or for a
+  // graph with dims known only at run time the plan made for these input shapes (real shapes).
+  std::vector<StepInfo> plan_steps;
   double total_us = 0;  // the whole execute(), input checks included
 };
 

@@ -69,6 +69,9 @@ from . import _tensor  # noqa: F401  (attaches NumPy interop and operators to Te
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
 from ._onnx import CompiledModel, Model, load_onnx
+from ._session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata,
+                       NodeArg, RunOptions, SessionOptions, get_available_providers, get_device)
+from ._session import __all__ as _session_all
 
 __version__ = "0.1.0"
 
@@ -86,4 +89,4 @@ def from_dlpack(obj):
 __all__ = ["Error", "Executable", "Graph", "MemoryReport", "Node", "OptimizeReport", "Runtime",
            "Step", "Tensor", "TensorInfo", "Value",
            "call_op", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
-           "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all
+           "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all + _session_all

@@ -322,8 +322,9 @@ class _LumenEngine:
 
         self.version = __version__
         start = time.perf_counter()
-        self.compiled = _onnx.load_onnx(path).compile(backend=backend, num_threads=threads,
-                                                      opt_level=opt_level)
+        self.model = _onnx.load_onnx(path)
+        self.compiled = self.model.compile(backend=backend, num_threads=threads,
+                                           opt_level=opt_level)
         self.compile_s = time.perf_counter() - start
         self.exe = self.compiled.executable
         self.output_names = [o.name for o in self.exe.outputs]
@@ -440,7 +441,12 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
         raise ValueError(f"cannot compare with {compare!r}; only onnxruntime is supported")
     lumen_engine = _LumenEngine(path, threads, backend, opt_level)
     proto = _load_proto(path)
-    input_infos = lumen_engine.compiled.inputs
+    input_infos = lumen_engine.model.inputs  # symbolic dims by name, for ``dims``
+    named = {d for info in input_infos for d in info["shape"] or () if isinstance(d, str)}
+    unknown_dims = sorted(set(dims or {}) - named)
+    if unknown_dims:
+        raise ValueError(f"the model's inputs have no symbolic dim(s) {', '.join(unknown_dims)}; "
+                         f"they have {', '.join(sorted(named)) or 'none'}")
     feeds = make_inputs(input_infos, seed=seed, dims=dims, proto=proto)
     if inputs:
         unknown = sorted(set(inputs) - set(feeds))
@@ -630,7 +636,7 @@ def profile_lumen(exe, args, runs, model_name):
     for _ in range(max(3, runs // 2)):
         exe(*args)
     profiles = [exe.execute_profiled(*args)[1] for _ in range(runs)]
-    steps = exe.steps
+    steps = profiles[0].plan_steps  # a dynamic model: the plan for these shapes (real shapes)
     totals = np.array([p.total_us for p in profiles], dtype=np.float64)
     per_node = {}
     for p in profiles:

@@ -8,6 +8,8 @@ against schemas), and Netron shows it as a custom op."""
 
 import numpy as np
 
+from . import _lumen
+
 __all__ = ["OPSET", "LUMEN_DOMAIN", "graph_to_onnx", "save_graph"]
 
 OPSET = 17
@@ -137,6 +139,9 @@ def graph_to_onnx(graph, name="lumen_optimized"):
             if v is not None:
                 taken.add(v.name)
     for node in onnx_nodes:
+        if "graph" in node.attribute_kinds.values():
+            raise _lumen.Error(f"save_optimized: node '{node.name}' ({node.op}) holds subgraphs; "
+                               "graphs with control flow cannot be written as ONNX yet")
         op_type = _onnx_op(node)
         attrs = node.attributes
         kinds = node.attribute_kinds

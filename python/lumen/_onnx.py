@@ -36,16 +36,21 @@ class Model:
     def outputs(self):
         return [_info(v) for v in self.graph.outputs]
 
-    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None, dump_passes=""):
+    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None, dump_passes="",
+                shape_cache_capacity=8):
         """Optimizes a copy of the graph and compiles it. ``backend`` forces every node onto one
         backend ("cpu", "reference"); empty picks the preferred backend per node.
         ``dump_passes``: a folder that gets the graph after each pass that changed it ("-" for
-        stderr; default $LUMEN_DUMP_GRAPH)."""
+        stderr; default $LUMEN_DUMP_GRAPH). A model with symbolic or unknown input dims compiles
+        once; each run then uses a plan made for its input shapes on first use (shapes resolved,
+        memory planned, as fast as a fixed-shape export), and the ``shape_cache_capacity`` most
+        recently used plans are kept."""
         graph = self.graph.clone()
         report = graph.optimize(opt_level, dump_passes)
         if runtime is None:
             runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
-        return CompiledModel(graph.compile(runtime), graph, report)
+        exe = graph.compile(runtime, opt_level=opt_level, shape_cache_capacity=shape_cache_capacity)
+        return CompiledModel(exe, graph, report)
 
     def summary(self, opt_level=2, backend=""):
         """A readable report of what compiling at ``opt_level`` does: op counts before/after,

@@ -79,6 +79,8 @@ nb::object attr_to_python(const AttrValue &value) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, Tensor>)
           return tensor_to_numpy_copy(v);
+        else if constexpr (std::is_same_v<T, std::shared_ptr<Graph>>)
+          return nb::cast(v->clone(), nb::rv_policy::move);  // a copy the caller owns
         else
           return nb::cast(v);
       },
@@ -89,7 +91,7 @@ nb::object attr_to_python(const AttrValue &value) {
 // ([]) does not say what they hold.
 const char *attr_kind(const AttrValue &value) {
   static constexpr const char *kinds[] = {"int",    "float",   "string", "ints",
-                                          "floats", "strings", "tensor"};
+                                          "floats", "strings", "tensor", "graph"};
   static_assert(std::variant_size_v<AttrValue> == std::size(kinds));
   return kinds[value.index()];
 }
@@ -191,12 +193,10 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("dtype", &StepInfo::dtype, "The dtype that keyed the kernel choice.")
       .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
       .def_prop_ro(
-          "input_shapes",
-          [](const StepInfo &s) { return shape_list(s.input_shapes); },
+          "input_shapes", [](const StepInfo &s) { return shape_list(s.input_shapes); },
           "Each input's shape at compile time (None for an unknown dim).")
       .def_prop_ro(
-          "output_shapes",
-          [](const StepInfo &s) { return shape_list(s.output_shapes); },
+          "output_shapes", [](const StepInfo &s) { return shape_list(s.output_shapes); },
           "Each output's shape at compile time.")
       .def("__repr__", [](const StepInfo &s) {
         return str("lumen.Step(node='", s.node, "', op='", s.op, "', backend='", s.backend,
@@ -220,6 +220,8 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("duration_us", &StepTiming::duration_us);
   nb::class_<RunProfile>(m, "RunProfile", "Per-step times of one execute_profiled() call.")
       .def_ro("steps", &RunProfile::steps)
+      .def_ro("plan_steps", &RunProfile::plan_steps,
+              "The steps that ran (for a dynamic graph, those of the plan for these shapes).")
       .def_ro("total_us", &RunProfile::total_us);
 
   nb::class_<MemoryReport>(m, "MemoryReport", R"doc(
@@ -306,18 +308,24 @@ removed by optimize() must not be used afterwards.)doc")
           "(default: $LUMEN_DUMP_GRAPH).")
       .def(
           "compile",
-          [](const Graph &g, nb::handle runtime) {
+          [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity) {
             nb::object rt = runtime.is_none() ? default_runtime() : nb::borrow(runtime);
             Runtime &native = nb::cast<Runtime &>(rt);
             Executable *exe = nullptr;
             {
               nb::gil_scoped_release release;
-              exe = g.compile(&native);
+              exe =
+                  g.compile(&native, CompileOptions{.opt_level = opt_level,
+                                                    .shape_cache_capacity = shape_cache_capacity});
             }
             return new PyExecutable(exe, std::move(rt));
           },
-          nb::arg("runtime") = nb::none(), rv_policy::take_ownership,
-          "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime).")
+          nb::arg("runtime") = nb::none(), nb::arg("opt_level") = 2,
+          nb::arg("shape_cache_capacity") = 8, rv_policy::take_ownership,
+          "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime). A "
+          "graph with input dims known only at run time gets a plan per input-shape signature "
+          "on first use (optimized at `opt_level`, memory planned), keeping the "
+          "`shape_cache_capacity` most recently used.")
       .def("__str__", &Graph::to_string);
 
   nb::class_<PyExecutable>(m, "Executable", R"doc(

@@ -4,11 +4,14 @@
 // free each intermediate after its last use.
 #include <unordered_map>
 
+#include "compile/compiler.h"
 #include "compile/memory_planner.h"
 
 #include "core/thread_pool.h"
+#include "runtime/control_flow.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
+#include "runtime/shape_plan_cache.h"
 
 namespace lumen {
 
@@ -55,6 +58,11 @@ void place_concat_inputs(const ExecutionStep &step, const std::vector<ValueInfo>
   }
 }
 
+// Where a step's outputs live: its backend's memory; control flow's are host tensors.
+Allocator &allocator_of(const ExecutionStep &step) {
+  return step.backend ? step.backend->allocator() : host_allocator();
+}
+
 // Intermediates are the slots produced by a step that are not graph outputs.
 // `slot_static`: the slot's shape is known at compile time.
 void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
@@ -75,7 +83,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
     for (int out : step.outputs) {
       const ValueInfo &info = impl.slot_info[out];
       if (is_output[out] || impl.initial_slots[out].defined()) continue;
-      const std::string space = step.backend->allocator().device().to_string();
+      const std::string space = allocator_of(step).device().to_string();
       auto it = std::find(spaces.begin(), spaces.end(), space);
       if (it == spaces.end()) it = spaces.insert(spaces.end(), space);
       BufferLifetime life{.first_step = static_cast<int64_t>(s),
@@ -108,8 +116,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
       step.output_types.push_back({impl.slot_info[out].dtype, impl.slot_info[out].shape});
   const MemoryPlan plan = ::lumen::plan_memory(lifetimes);
   impl.planned = true;
-  impl.arena_allocator =
-      impl.steps.empty() ? &host_allocator() : &impl.steps.front().backend->allocator();
+  impl.arena_allocator = impl.steps.empty() ? &host_allocator() : &allocator_of(impl.steps.front());
   impl.slot_offset.assign(num_slots, -1);
   for (size_t b = 0; b < lifetimes.size(); ++b)
     impl.slot_offset[slot_of_buffer[b]] = static_cast<int64_t>(plan.offsets[b]);
@@ -145,11 +152,11 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
 
 }  // namespace
 
-Executable *Graph::compile(Runtime *runtime) const {
-  if (!runtime) fail("compile: runtime is null");
-  verify();
+std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runtime,
+                                               const CompileOptions &options,
+                                               const std::shared_ptr<PreparedCache> &prepared) {
   auto impl = std::make_unique<Executable::Impl>();
-  impl->pool = &runtime->thread_pool();
+  impl->pool = &runtime.thread_pool();
 
   std::unordered_map<const Value *, int> slot_of;
   std::vector<bool> slot_static;
@@ -163,11 +170,12 @@ Executable *Graph::compile(Runtime *runtime) const {
     return it->second;
   };
 
-  for (const Value *in : inputs_) {
+  for (const Value *in : graph.inputs()) {
     impl->input_slots.push_back(slot(in));
     impl->inputs.push_back({in->name(), in->dtype(), in->shape()});
+    impl->input_rank_known.push_back(in->has_shape());
   }
-  const std::vector<Node *> order = topological_order();
+  const std::vector<Node *> order = graph.topological_order();
   std::vector<int> last_use;  // by slot: index of the last step reading it
   for (size_t s = 0; s < order.size(); ++s) {
     const Node *n = order[s];
@@ -185,17 +193,28 @@ Executable *Graph::compile(Runtime *runtime) const {
     }
     for (const Value *out : n->outputs()) step.outputs.push_back(slot(out));
     const DType dtype = kernel_dtype(types);
-    step.backend = &select_backend(n->op(), dtype, runtime->options().backend, n->name());
-    step.kernel = step.backend->find_kernel(n->op(), dtype);
-    if (PrepareFn prepare = step.backend->find_prepare(n->op(), dtype)) {
+    if (n->attrs().has_graphs()) {
+      // Control flow: the executor runs the step's subgraphs, each compiled here.
+      step.control_flow = find_control_flow(n->op());
+      if (!step.control_flow)
+        fail("op '", n->op(), "' (node '", n->name(), "') has subgraphs but is not control flow");
+      for (const auto &[name, value] : n->attrs().items())
+        if (const auto *g = std::get_if<std::shared_ptr<Graph>>(&value))
+          step.subgraphs[name] = compile_graph(**g, runtime, options, prepared);
+    } else {
+      step.backend = &select_backend(n->op(), dtype, runtime.options().backend, n->name());
+      step.kernel = step.backend->find_kernel(n->op(), dtype);
+    }
+    if (PrepareFn prepare = step.backend ? step.backend->find_prepare(n->op(), dtype) : nullptr) {
       PrepareContext pctx{.attrs = step.attrs, .op = n->op(), .node = n->name()};
       for (const Value *in : n->inputs()) {
         pctx.constants.push_back(in && in->is_constant() ? &in->constant() : nullptr);
         pctx.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
       }
-      step.prepared = prepare(pctx);
+      step.prepared = prepared->get(prepare, pctx, step.backend->name(), dtype);
     }
-    StepInfo info{n->name(), n->op(), std::string(step.backend->name()),
+    StepInfo info{n->name(), n->op(),
+                  step.backend ? std::string(step.backend->name()) : "control flow",
                   std::string(dtype_name(dtype)), n->attrs().to_string()};
     for (const Value *in : n->inputs())
       info.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
@@ -208,7 +227,7 @@ Executable *Graph::compile(Runtime *runtime) const {
     impl->steps.push_back(std::move(step));
   }
   last_use.resize(impl->slot_info.size(), -1);
-  for (const Value *out : outputs_) {
+  for (const Value *out : graph.outputs()) {
     impl->output_slots.push_back(slot(out));
     impl->outputs.push_back({out->name(), out->dtype(), out->has_shape() ? out->shape() : Shape{}});
   }
@@ -222,6 +241,27 @@ Executable *Graph::compile(Runtime *runtime) const {
     if (last_use[s] >= 0) impl->steps[last_use[s]].release.push_back(static_cast<int>(s));
 
   plan_memory(*impl, last_use, slot_static);
+  return impl;
+}
+
+std::unique_ptr<Executable::Impl> compile_graph(const Graph &graph, Runtime &runtime,
+                                                const CompileOptions &options,
+                                                const std::shared_ptr<PreparedCache> &prepared) {
+  std::unique_ptr<Executable::Impl> impl = compile_plan(graph, runtime, options, prepared);
+  const bool dynamic_inputs =
+      std::any_of(graph.inputs().begin(), graph.inputs().end(),
+                  [](const Value *v) { return !v->has_shape() || !v->shape().is_static(); });
+  if (!impl->planned && dynamic_inputs)
+    impl->shape_plans = std::make_shared<ShapePlanCache>(graph.clone(), runtime, options, prepared);
+  return impl;
+}
+
+Executable *Graph::compile(Runtime *runtime, const CompileOptions &options) const {
+  if (!runtime) fail("compile: runtime is null");
+  if (options.shape_cache_capacity == 0) fail("compile: shape_cache_capacity must be at least 1");
+  verify();
+  std::unique_ptr<Executable::Impl> impl =
+      compile_graph(*this, *runtime, options, std::make_shared<PreparedCache>());
   return runtime->adopt(std::make_unique<Executable>(std::move(impl)));
 }
 

@@ -17,8 +17,10 @@ const char *kind_name(const AttrValue &v) {
       return "floats";
     case 5:
       return "strings";
-    default:
+    case 6:
       return "tensor";
+    default:
+      return "graph";
   }
 }
 
@@ -68,6 +70,18 @@ const Tensor *Attributes::get_tensor(const std::string &name) const {
   return it == map_.end() ? nullptr : &expect<Tensor>(name, it->second, "tensor");
 }
 
+Graph *Attributes::get_graph(const std::string &name) const {
+  auto it = map_.find(name);
+  return it == map_.end() ? nullptr
+                          : expect<std::shared_ptr<Graph>>(name, it->second, "graph").get();
+}
+
+bool Attributes::has_graphs() const {
+  for (const auto &[name, value] : map_)
+    if (std::holds_alternative<std::shared_ptr<Graph>>(value)) return true;
+  return false;
+}
+
 std::string Attributes::to_string() const {
   std::ostringstream out;
   out << "{";
@@ -85,6 +99,8 @@ std::string Attributes::to_string() const {
           using T = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<T, Tensor>)
             out << v.to_string();
+          else if constexpr (std::is_same_v<T, std::shared_ptr<Graph>>)
+            out << "<graph>";
           else if constexpr (std::is_same_v<T, std::string>)
             out << '"' << v << '"';
           else if constexpr (std::is_arithmetic_v<T>)

@@ -66,6 +66,10 @@ struct PrepareContext {
   const Attributes &attrs;
   std::string_view op;
   std::string_view node;
+  // Set by a prepare function whose result was chosen for input_shapes of non-constant inputs
+  // (an algorithm picked for the image size, say). Otherwise the result is valid for any shape of
+  // those inputs, and the plans made for other input shapes of a dynamic graph share it.
+  mutable bool shape_specific = false;
 
   const Tensor *constant(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
   template <class... Args>

@@ -4,6 +4,7 @@
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "graph/op_schema.h"
 
@@ -51,6 +52,14 @@ Value *Graph::add_input(const std::string &name, const Shape &shape, DType dtype
   return v;
 }
 
+Value *Graph::add_input_of_unknown_shape(const std::string &name, DType dtype) {
+  Value *v = new_value(name);
+  v->dtype_ = dtype;
+  v->is_input_ = true;
+  inputs_.push_back(v);
+  return v;
+}
+
 Value *Graph::add_weight(const std::string &name, const Shape &shape, DType dtype) {
   if (dtype != DType::Float32)
     fail("add_weight '", name, "': only float32 weights can be generated");
@@ -83,15 +92,19 @@ Node *Graph::add_node(const std::string &op, const std::vector<Value *> &inputs,
   node->attrs_ = attrs;
   Node *n = node.get();
   // Output names: as given, else the node's name for a single output, "name:i" for several.
-  if (output_names.size() > static_cast<size_t>(schema.num_outputs))
+  const int num_outputs = schema.num_outputs == kVariadicOutputs
+                              ? static_cast<int>(output_names.size())
+                              : schema.num_outputs;
+  if (num_outputs == 0) fail("op '", op, "' (node '", node_name, "'): give its output names");
+  if (output_names.size() > static_cast<size_t>(num_outputs))
     fail("op '", op, "' (node '", node_name, "'): ", output_names.size(),
-         " output names for an op with ", schema.num_outputs, " outputs");
+         " output names for an op with ", num_outputs, " outputs");
   std::vector<std::string> out_names;
-  for (int i = 0; i < schema.num_outputs; ++i) {
+  for (int i = 0; i < num_outputs; ++i) {
     const auto given = static_cast<size_t>(i) < output_names.size() ? output_names[i] : "";
-    out_names.push_back(!given.empty()            ? given
-                        : schema.num_outputs == 1 ? node_name
-                                                  : node_name + ":" + std::to_string(i));
+    out_names.push_back(!given.empty()     ? given
+                        : num_outputs == 1 ? node_name
+                                           : node_name + ":" + std::to_string(i));
   }
   for (const auto &out_name : out_names)
     if (find_value(out_name))
@@ -118,6 +131,14 @@ Value *Graph::add_op(const std::string &op, const std::vector<Value *> &inputs,
 
 namespace {
 
+// A shape with its unknown dims set to 1, for dtype-only inference.
+Shape placeholder(const Shape &shape) {
+  std::vector<int64_t> dims = shape.dims();
+  for (int64_t &d : dims)
+    if (d == kUnknownDim) d = 1;
+  return Shape(std::move(dims));
+}
+
 // Inference for a node whose inputs are given as values: types, shapes and constant values.
 // Returns nullopt when shapes must wait for run time (unknown input dims or values).
 std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t num_outputs,
@@ -143,17 +164,31 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
       return std::nullopt;
     }
   }
-  // Shapes resolve at run time. Inference over the unknown dims still gives the output dtypes
-  // (shape, cast, comparisons...); where it cannot run, carry the dtype of input 0 forward.
-  try {
-    for (const TensorType &t : infer_types(schema, ctx)) deferred_dtypes->push_back(t.dtype);
-  } catch (const DeferredInference &deferred) {
-    *deferred_dtypes = deferred.dtypes;
-  } catch (const Error &) {
-    const DType dtype =
-        ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
-    deferred_dtypes->assign(num_outputs, dtype);
+  // Shapes resolve at run time, but the output dtypes are needed now (a comparison's bool, an
+  // argmax's int64). Inference runs with placeholder shapes for the inputs whose shapes are not
+  // known: rank 0, then all-ones shapes of rank 1 to 6 (which broadcast with anything and satisfy
+  // most ops' rank checks); where none is accepted, the dtype of input 0 is carried forward.
+  ctx.shapes_known = false;
+  for (size_t rank = 0; rank <= 6; ++rank) {
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value *in = node->inputs()[i];
+      if (in && (!in->has_shape() || !in->shape().is_static()))
+        types[i].shape = in->has_shape() && in->shape().rank() > 0
+                             ? placeholder(in->shape())
+                             : Shape(std::vector<int64_t>(rank, 1));
+    }
+    try {
+      for (const TensorType &t : infer_types(schema, ctx)) deferred_dtypes->push_back(t.dtype);
+      return std::nullopt;
+    } catch (const DeferredInference &deferred) {
+      *deferred_dtypes = deferred.dtypes;
+      return std::nullopt;
+    } catch (const Error &) {
+      deferred_dtypes->clear();
+    }
   }
+  const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
+  deferred_dtypes->assign(num_outputs, dtype);
   return std::nullopt;
 }
 
@@ -162,6 +197,9 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
 void Graph::infer_node(Node *node) {
   std::vector<DType> deferred;
   auto types = infer_node_types(node, node->outputs_.size(), &deferred);
+  if (types && !node->outputs_.empty() && types->size() != node->outputs_.size())
+    fail("op '", node->op_, "' (node '", node->name_, "'): inference gives ", types->size(),
+         " outputs, the node has ", node->outputs_.size());
   for (size_t i = 0; i < node->outputs_.size(); ++i) {
     Value *out = node->outputs_[i];
     out->has_shape_ = types.has_value();
@@ -184,6 +222,23 @@ void Graph::mark_output(Value *value) {
 void Graph::set_dim_names(Value *value, std::vector<std::string> names) {
   if (!owns(value)) fail("set_dim_names: the value does not belong to this graph");
   value->dim_names_ = std::move(names);
+}
+
+void Graph::set_input_shape(Value *input, const Shape &shape) {
+  if (!owns(input) || !input->is_input_)
+    fail("set_input_shape: the value is not an input of this graph");
+  const Shape &old = input->shape_;
+  bool compatible = !input->has_shape_ || old.rank() == shape.rank();  // no shape: any rank
+  for (size_t i = 0; i < shape.rank(); ++i)
+    compatible = compatible && shape[i] >= kUnknownDim &&
+                 (!input->has_shape_ || old[i] == kUnknownDim || old[i] == shape[i]);
+  if (!compatible)
+    fail("input '", input->name_, "': shape ", shape.to_string(), " does not fit the declared ",
+         old.to_string());
+  if (input->has_shape_ && shape == old) return;
+  input->shape_ = shape;
+  input->has_shape_ = true;
+  infer_types();
 }
 
 std::vector<Node *> Graph::nodes() const {
@@ -382,6 +437,37 @@ void Graph::remove_node(Node *node) {
       std::find_if(nodes_.begin(), nodes_.end(), [&](const auto &n) { return n.get() == node; }));
 }
 
+std::vector<Value *> Graph::inline_graph(const Graph &sub, const std::vector<Value *> &inputs,
+                                         const std::string &prefix) {
+  if (inputs.size() != sub.inputs_.size())
+    fail("inline_graph: ", inputs.size(), " inputs for a graph with ", sub.inputs_.size());
+  std::unordered_map<const Value *, Value *> map;
+  for (size_t i = 0; i < inputs.size(); ++i) map[sub.inputs_[i]] = inputs[i];
+  auto mapped = [&](const Value *v) -> Value * {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    if (it != map.end()) return it->second;
+    Value *c = add_constant(unique_name(prefix + v->name_), v->constant_);  // a constant of sub
+    map[v] = c;
+    return c;
+  };
+  for (const Node *n : sub.topological_order()) {
+    std::vector<Value *> ins;
+    for (const Value *in : n->inputs_) ins.push_back(mapped(in));
+    std::vector<std::string> names;
+    for (const Value *out : n->outputs_) names.push_back(unique_name(prefix + out->name_));
+    Attributes attrs = n->attrs_;
+    for (const auto &[name, value] : n->attrs_.items())
+      if (const auto *g = std::get_if<std::shared_ptr<Graph>>(&value))
+        attrs.set(name, std::make_shared<Graph>((*g)->clone()));
+    Node *copy = add_node(n->op_, ins, attrs, unique_name(prefix + n->name_), names);
+    for (size_t i = 0; i < n->outputs_.size(); ++i) map[n->outputs_[i]] = copy->outputs_[i];
+  }
+  std::vector<Value *> outs;
+  for (const Value *out : sub.outputs_) outs.push_back(mapped(out));
+  return outs;
+}
+
 void Graph::infer_types() {
   for (Node *n : topological_order()) infer_node(n);
 }
@@ -403,6 +489,9 @@ Graph Graph::clone() const {
     nn->op_ = n->op_;
     nn->name_ = n->name_;
     nn->attrs_ = n->attrs_;
+    for (const auto &[name, value] : n->attrs_.items())  // subgraphs are copied, not shared
+      if (const auto *sub = std::get_if<std::shared_ptr<Graph>>(&value))
+        nn->attrs_.set(name, std::make_shared<Graph>((*sub)->clone()));
     for (const Value *in : n->inputs_) {
       Value *mapped = in ? map.at(in) : nullptr;
       nn->inputs_.push_back(mapped);

@@ -81,7 +81,7 @@ void check_arity(const OpSchema &schema, const InferContext &ctx) {
 std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx) {
   check_arity(schema, ctx);
   std::vector<TensorType> out = schema.infer(ctx);
-  if (static_cast<int>(out.size()) != schema.num_outputs)
+  if (schema.num_outputs != kVariadicOutputs && static_cast<int>(out.size()) != schema.num_outputs)
     ctx.fail("inference produced ", out.size(), " outputs, schema says ", schema.num_outputs);
   return out;
 }

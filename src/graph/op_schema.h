@@ -33,6 +33,9 @@ struct InferContext {
   std::string_view node;
   // Input values where known: constants when building a graph, every input at run time.
   std::vector<const Tensor *> values = {};
+  // False when the graph asks only for output dtypes: some input shapes are placeholders (their
+  // real shapes are known at run time), so shapes must not be trusted, nor given to subgraphs.
+  bool shapes_known = true;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -54,11 +57,13 @@ struct InferContext {
 
 using InferFn = std::vector<TensorType> (*)(const InferContext &);
 
+inline constexpr int kVariadicOutputs = -1;
+
 struct OpSchema {
   std::string name;
   int min_inputs = 1;
   int max_inputs = 1;
-  int num_outputs = 1;
+  int num_outputs = 1;  // kVariadicOutputs: as many as the node is given names for
   InferFn infer = nullptr;
   // Output i may be written into the memory of input 0 (element-wise ops), for the planner.
   bool elementwise = false;

@@ -41,12 +41,25 @@ const ConverterEntry *find_converter(std::string_view domain, std::string_view o
 }
 
 NodeContext::NodeContext(Graph &graph, const onnx::NodeProto &node, int opset,
-                         std::vector<Value *> inputs, Attributes attrs)
+                         std::vector<Value *> inputs, Attributes attrs,
+                         const SubgraphImporter *subgraphs)
     : graph_(graph),
       node_(node),
       opset_(opset),
       inputs_(std::move(inputs)),
-      attrs_(std::move(attrs)) {}
+      attrs_(std::move(attrs)),
+      subgraphs_(subgraphs) {}
+
+const onnx::GraphProto &NodeContext::graph_attribute(const std::string &name) const {
+  for (const auto &a : node_.attribute())
+    if (a.name() == name && a.type() == onnx::AttributeProto::GRAPH) return a.g();
+  fail("attribute '", name, "' (a graph) is required");
+}
+
+const SubgraphImporter &NodeContext::subgraphs() const {
+  if (!subgraphs_) fail("subgraphs cannot be imported here");
+  return *subgraphs_;
+}
 
 Value *NodeContext::input(size_t i) const {
   if (!has_input(i)) fail("input ", i, " is required but missing");

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,10 +15,34 @@
 
 namespace lumen::onnx_import {
 
+// The type a subgraph's formal input gets: a dtype, and a shape (dims may be unknown) or none
+// when even the rank is unknown.
+struct SubgraphInputType {
+  DType dtype;
+  std::optional<Shape> shape;
+};
+
+// What converters of control-flow ops need from the importer, in the scope of the node being
+// converted.
+class SubgraphImporter {
+ public:
+  virtual ~SubgraphImporter() = default;
+  // Names that `body` (or a graph nested in it) reads without defining: values of enclosing
+  // graphs, in first-use order.
+  virtual std::vector<std::string> free_names(const onnx::GraphProto &body) const = 0;
+  // The value `name` has where the node is; throws naming it when undefined.
+  virtual Value *lookup(const std::string &name) const = 0;
+  // `body` as a Graph whose inputs are its own formal inputs, typed by `formal` (one per input
+  // of `body`), then one input per name of `captures`, typed like the value it has here.
+  virtual std::shared_ptr<Graph> import(const onnx::GraphProto &body,
+                                        const std::vector<SubgraphInputType> &formal,
+                                        const std::vector<std::string> &captures) const = 0;
+};
+
 class NodeContext {
  public:
   NodeContext(Graph &graph, const onnx::NodeProto &node, int opset, std::vector<Value *> inputs,
-              Attributes attrs);
+              Attributes attrs, const SubgraphImporter *subgraphs = nullptr);
 
   Graph &graph() { return graph_; }
   const onnx::NodeProto &node() const { return node_; }
@@ -30,6 +56,9 @@ class NodeContext {
   // The constant int64/int32 input i as a vector; throws if it is not constant.
   std::vector<int64_t> constant_ints(size_t i, const char *what) const;
   size_t num_outputs() const { return static_cast<size_t>(node_.output_size()); }
+  // The graph attribute `name` of this node; throws when it has none.
+  const onnx::GraphProto &graph_attribute(const std::string &name) const;
+  const SubgraphImporter &subgraphs() const;
 
   // Adds a Lumen op for an intermediate result (named after this node).
   Value *add(const std::string &op, const std::vector<Value *> &inputs,
@@ -53,6 +82,7 @@ class NodeContext {
   int opset_;
   std::vector<Value *> inputs_;
   Attributes attrs_;
+  const SubgraphImporter *subgraphs_;
   int intermediates_ = 0;
 };
 

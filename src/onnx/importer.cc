@@ -1,5 +1,6 @@
 // ModelProto -> Graph. Checks the model's structure (opsets, names, types, sizes) and reports every
 // unsupported op in one error before converting anything.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -60,111 +61,173 @@ std::vector<std::string> dim_names_from_type(const onnx::TypeProto &type) {
   return any ? names : std::vector<std::string>{};
 }
 
-Shape shape_from_type(const onnx::TypeProto &type, const std::string &what) {
+Shape shape_from_type(const onnx::TypeProto &type) {
   std::vector<int64_t> dims;
   for (const auto &d : type.tensor_type().shape().dim()) {
-    if (d.has_dim_value()) {
-      if (d.dim_value() < 0) fail(what, ": negative dimension ", d.dim_value());
-      dims.push_back(d.dim_value());
-    } else {
-      dims.push_back(kUnknownDim);  // symbolic (dim_param) or unknown
-    }
+    // Exporters write an unknown dim as a dim_param, no value at all, or a value of -1 (or 0).
+    dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : kUnknownDim);
   }
   return Shape(std::move(dims));
 }
 
-std::string display_name(const onnx::NodeProto &node, int index) {
+std::string display_name(const onnx::NodeProto &node, int index, const std::string &prefix) {
   if (!node.name().empty()) return node.name();
-  return node.op_type() + "#" + std::to_string(index);
+  return prefix + node.op_type() + "#" + std::to_string(index);
 }
 
-Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
-  if (!model.has_graph()) fail("ONNX model has no graph");
-  if (model.ir_version() < 3)
-    fail("ONNX model IR version ", model.ir_version(), " is not supported (need >= 3)");
-  std::map<std::string, int> opsets;
-  for (const auto &o : model.opset_import()) {
-    const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
-    if (o.version() <= 0)
-      fail("ONNX model imports domain '", domain, "' at invalid opset ", o.version());
-    opsets[domain] = static_cast<int>(o.version());
-  }
+std::string domain_of(const onnx::NodeProto &node) {
+  return node.domain() == "ai.onnx" ? "" : node.domain();
+}
 
-  const onnx::GraphProto &g = model.graph();
-  // Name every node (messages need it) and check ops before converting anything.
-  std::vector<onnx::NodeProto> nodes(g.node().begin(), g.node().end());
-  std::map<std::string, std::vector<std::string>> unsupported;
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
-    onnx::NodeProto &node = nodes[i];
-    node.set_name(display_name(node, i));
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+// Every unsupported op of `g` and the graphs nested in it, by op: node names.
+void find_unsupported(const onnx::GraphProto &g, const std::map<std::string, int> &opsets,
+                      const std::string &prefix,
+                      std::map<std::string, std::vector<std::string>> &unsupported) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &node = g.node(i);
+    const std::string name = display_name(node, i, prefix);
+    const std::string domain = domain_of(node);
     auto opset = opsets.find(domain);
-    if (opset == opsets.end()) {
+    if (opset == opsets.end())
       unsupported[node.op_type() + " (domain '" + domain + "' not imported by the model)"]
-          .push_back(node.name());
-      continue;
-    }
-    if (!find_converter(domain, node.op_type(), opset->second))
+          .push_back(name);
+    else if (!find_converter(domain, node.op_type(), opset->second))
       unsupported[node.op_type() + " (domain '" + domain + "', opset " +
                   std::to_string(opset->second) + ")"]
-          .push_back(node.name());
-  }
-  if (!unsupported.empty()) {
-    std::ostringstream msg;
-    msg << "ONNX model uses " << unsupported.size() << " unsupported op"
-        << (unsupported.size() > 1 ? "s" : "") << ":";
-    for (const auto &[op, names] : unsupported) {
-      msg << "\n  " << op << ": node" << (names.size() > 1 ? "s " : " ");
-      for (size_t k = 0; k < names.size() && k < 5; ++k)
-        msg << (k ? ", '" : "'") << names[k] << "'";
-      if (names.size() > 5) msg << " and " << names.size() - 5 << " more";
+          .push_back(name);
+    for (const auto &a : node.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        find_unsupported(a.g(), opsets, name + "/", unsupported);
+      for (const auto &sub : a.graphs()) find_unsupported(sub, opsets, name + "/", unsupported);
     }
-    throw Error(msg.str());
   }
+}
 
-  Graph graph;
-  std::map<std::string, Value *> scope;
-  auto define = [&](const std::string &name, Value *v, const char *kind) {
+void add_free_name(const std::string &name, const std::set<std::string> &defined,
+                   std::vector<std::string> &names) {
+  if (!name.empty() && !defined.count(name) &&
+      std::find(names.begin(), names.end(), name) == names.end())
+    names.push_back(name);
+}
+
+// The names `g` reads without defining them, nested graphs included, in first-use order.
+std::vector<std::string> free_names_of(const onnx::GraphProto &g) {
+  std::set<std::string> defined;
+  for (const auto &in : g.input()) defined.insert(in.name());
+  for (const auto &init : g.initializer()) defined.insert(init.name());
+  std::vector<std::string> names;
+  for (const auto &node : g.node()) {
+    for (const std::string &in : node.input()) add_free_name(in, defined, names);
+    for (const auto &a : node.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        for (const std::string &n : free_names_of(a.g())) add_free_name(n, defined, names);
+      for (const auto &sub : a.graphs())
+        for (const std::string &n : free_names_of(sub)) add_free_name(n, defined, names);
+    }
+    for (const std::string &out : node.output()) defined.insert(out);
+  }
+  for (const auto &out : g.output()) add_free_name(out.name(), defined, names);
+  return names;
+}
+
+// Converts the nodes of one graph (the model's, or a subgraph) into a Lumen Graph. Names are
+// resolved in this graph's scope only: a subgraph's reads of enclosing values arrive as inputs.
+class GraphImporter final : public SubgraphImporter {
+ public:
+  GraphImporter(const std::map<std::string, int> &opsets, const fs::path &base_dir, Graph &graph,
+                std::string prefix)
+      : opsets_(opsets), base_dir_(base_dir), graph_(graph), prefix_(std::move(prefix)) {}
+
+  void define(const std::string &name, Value *v, const char *kind) {
     if (name.empty()) return;
-    if (!scope.emplace(name, v).second) fail("ONNX model defines '", name, "' twice (", kind, ")");
-  };
-  for (const auto &init : g.initializer()) {
-    const std::string what = "initializer '" + init.name() + "'";
-    if (init.name().empty()) fail("ONNX model has an initializer without a name");
-    define(init.name(), graph.add_constant(init.name(), tensor_from_proto(init, base_dir, what)),
-           "initializer");
+    if (!scope_.emplace(name, v).second) fail("ONNX model defines '", name, "' twice (", kind, ")");
   }
-  for (const auto &in : g.input()) {
-    if (scope.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
-    const std::string what = "graph input '" + in.name() + "'";
-    if (!in.type().has_tensor_type())
-      fail(what,
-           ": only tensor inputs are supported (sequence, map and optional inputs are not "
-           "supported)");
-    const DType dtype = dtype_from_onnx(in.type().tensor_type().elem_type(), what);
-    Value *v = graph.add_input(in.name(), shape_from_type(in.type(), what), dtype);
-    graph.set_dim_names(v, dim_names_from_type(in.type()));
-    define(in.name(), v, "input");
+  bool defines(const std::string &name) const { return scope_.count(name) != 0; }
+
+  void add_initializers(const onnx::GraphProto &g) {
+    for (const auto &init : g.initializer()) {
+      const std::string what = "initializer '" + init.name() + "'";
+      if (init.name().empty()) fail("ONNX model has an initializer without a name");
+      define(init.name(),
+             graph_.add_constant(init.name(), tensor_from_proto(init, base_dir_, what)),
+             "initializer");
+    }
   }
 
-  for (const onnx::NodeProto &node : nodes) {
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-    const int opset = opsets.at(domain);
+  void convert_nodes(const onnx::GraphProto &g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      onnx::NodeProto node = g.node(i);
+      node.set_name(display_name(node, i, prefix_));  // messages need a name
+      convert(node);
+    }
+  }
+
+  void mark_outputs(const onnx::GraphProto &g) {
+    for (const auto &out : g.output()) {
+      auto it = scope_.find(out.name());
+      if (it == scope_.end()) fail("ONNX graph output '", out.name(), "' is never defined");
+      graph_.mark_output(it->second);
+      if (!it->second->is_input() && it->second->dim_names().empty())
+        graph_.set_dim_names(it->second, dim_names_from_type(out.type()));
+    }
+  }
+
+  // SubgraphImporter.
+  std::vector<std::string> free_names(const onnx::GraphProto &body) const override {
+    return free_names_of(body);
+  }
+  Value *lookup(const std::string &name) const override {
+    auto it = scope_.find(name);
+    if (it == scope_.end())
+      fail("'", name, "' is read by a subgraph but not defined in an enclosing graph");
+    return it->second;
+  }
+  std::shared_ptr<Graph> import(const onnx::GraphProto &body,
+                                const std::vector<SubgraphInputType> &formal,
+                                const std::vector<std::string> &captures) const override {
+    if (static_cast<int>(formal.size()) != body.input_size())
+      fail("the subgraph has ", body.input_size(), " inputs, expected ", formal.size());
+    auto sub = std::make_shared<Graph>();
+    GraphImporter inner(opsets_, base_dir_, *sub, current_node_ + "/");
+    auto add_input = [&](const std::string &name, DType dtype, const std::optional<Shape> &shape) {
+      Value *v = shape ? sub->add_input(name, *shape, dtype)
+                       : sub->add_input_of_unknown_shape(name, dtype);
+      inner.define(name, v, "subgraph input");
+    };
+    for (int i = 0; i < body.input_size(); ++i)
+      add_input(body.input(i).name(), formal[i].dtype, formal[i].shape);
+    for (const std::string &name : captures) {
+      const Value *outer = lookup(name);
+      add_input(name, outer->dtype(),
+                outer->has_shape() ? std::optional<Shape>(outer->shape()) : std::nullopt);
+    }
+    inner.add_initializers(body);
+    inner.convert_nodes(body);
+    inner.mark_outputs(body);
+    return sub;
+  }
+
+ private:
+  void convert(const onnx::NodeProto &node) {
+    const std::string domain = domain_of(node);
+    const int opset = opsets_.at(domain);
     std::vector<Value *> inputs;
     for (const std::string &name : node.input()) {
       if (name.empty()) {
         inputs.push_back(nullptr);  // omitted optional input
         continue;
       }
-      auto it = scope.find(name);
-      if (it == scope.end())
+      auto it = scope_.find(name);
+      if (it == scope_.end())
         fail("ONNX node '", node.name(), "' (op '", node.op_type(), "'): input '", name,
              "' is not defined by an initializer, a graph input or an earlier node");
       inputs.push_back(it->second);
     }
     std::vector<Value *> outputs;
+    current_node_ = node.name();
     try {
-      NodeContext ctx(graph, node, opset, std::move(inputs), convert_attributes(node, base_dir));
+      NodeContext ctx(graph_, node, opset, std::move(inputs), convert_attributes(node, base_dir_),
+                      this);
       outputs = find_converter(domain, node.op_type(), opset)->convert(ctx);
     } catch (const Error &e) {
       // Errors from shared code (attributes, graph building) get the ONNX node named first.
@@ -180,13 +243,61 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
       define(node.output(k), outputs[k], "node output");
     }
   }
-  for (const auto &out : g.output()) {
-    auto it = scope.find(out.name());
-    if (it == scope.end()) fail("ONNX graph output '", out.name(), "' is never defined");
-    graph.mark_output(it->second);
-    if (!it->second->is_input() && it->second->dim_names().empty())
-      graph.set_dim_names(it->second, dim_names_from_type(out.type()));
+
+  const std::map<std::string, int> &opsets_;
+  const fs::path &base_dir_;
+  Graph &graph_;
+  std::string prefix_;  // for unnamed nodes of subgraphs: "parent/"
+  std::map<std::string, Value *> scope_;
+  std::string current_node_;
+};
+
+Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
+  if (!model.has_graph()) fail("ONNX model has no graph");
+  if (model.ir_version() < 3)
+    fail("ONNX model IR version ", model.ir_version(), " is not supported (need >= 3)");
+  std::map<std::string, int> opsets;
+  for (const auto &o : model.opset_import()) {
+    const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    if (o.version() <= 0)
+      fail("ONNX model imports domain '", domain, "' at invalid opset ", o.version());
+    opsets[domain] = static_cast<int>(o.version());
   }
+
+  const onnx::GraphProto &g = model.graph();
+  // Check ops, subgraphs included, before converting anything.
+  std::map<std::string, std::vector<std::string>> unsupported;
+  find_unsupported(g, opsets, "", unsupported);
+  if (!unsupported.empty()) {
+    std::ostringstream msg;
+    msg << "ONNX model uses " << unsupported.size() << " unsupported op"
+        << (unsupported.size() > 1 ? "s" : "") << ":";
+    for (const auto &[op, names] : unsupported) {
+      msg << "\n  " << op << ": node" << (names.size() > 1 ? "s " : " ");
+      for (size_t k = 0; k < names.size() && k < 5; ++k)
+        msg << (k ? ", '" : "'") << names[k] << "'";
+      if (names.size() > 5) msg << " and " << names.size() - 5 << " more";
+    }
+    throw Error(msg.str());
+  }
+
+  Graph graph;
+  GraphImporter importer(opsets, base_dir, graph, "");
+  importer.add_initializers(g);
+  for (const auto &in : g.input()) {
+    if (importer.defines(in.name())) continue;  // IR < 4 lists initializers as inputs too
+    const std::string what = "graph input '" + in.name() + "'";
+    if (!in.type().has_tensor_type())
+      fail(what,
+           ": only tensor inputs are supported (sequence, map and optional inputs are not "
+           "supported)");
+    const DType dtype = dtype_from_onnx(in.type().tensor_type().elem_type(), what);
+    Value *v = graph.add_input(in.name(), shape_from_type(in.type()), dtype);
+    graph.set_dim_names(v, dim_names_from_type(in.type()));
+    importer.define(in.name(), v, "input");
+  }
+  importer.convert_nodes(g);
+  importer.mark_outputs(g);
   graph.verify();
   return graph;
 }

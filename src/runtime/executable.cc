@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "core/thread_pool.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
+#include "runtime/shape_plan_cache.h"
 
 namespace lumen {
 
@@ -51,10 +53,18 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) check_input(p.inputs[i], inputs[i]);
-  std::vector<Tensor> outputs =
-      p.planned ? p.run_planned(inputs, timer) : p.run_dynamic(inputs, timer);
+  std::vector<Tensor> outputs = p.run(inputs, timer);
   timer.finish();
   return outputs;
+}
+
+std::vector<Tensor> Executable::Impl::run(const std::vector<Tensor> &inputs,
+                                          StepTimer &timer) const {
+  // A graph with dims known only at run time runs the plan made for these inputs' shapes.
+  std::shared_ptr<const Impl> plan = shape_plans ? shape_plans->plan_for(inputs) : nullptr;
+  const Impl &p = plan ? *plan : *this;
+  if (timer.profile()) timer.profile()->plan_steps = p.step_info;
+  return p.planned ? p.run_planned(inputs, timer) : p.run_dynamic(inputs, timer);
 }
 
 std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
@@ -91,6 +101,27 @@ void Executable::Impl::release_state(std::unique_ptr<RunState> state) const {
   free_states.push_back(std::move(state));
 }
 
+// A control-flow step of a planned run: its subgraphs' results land in the planned slots (graph
+// outputs take them as they are; intermediates are copied into their place in the arena).
+void Executable::Impl::run_planned_control_flow(const ExecutionStep &step,
+                                                std::vector<Tensor> &slots) const {
+  std::vector<Tensor> ins;
+  for (int s : step.inputs) ins.push_back(s >= 0 ? slots[s] : Tensor());
+  std::vector<Tensor> outs = step.control_flow(step, ins);
+  for (size_t o = 0; o < step.outputs.size(); ++o) {
+    const int s = step.outputs[o];
+    const TensorType &want = step.output_types[o];
+    if (outs[o].dtype() != want.dtype || outs[o].shape() != want.shape)
+      fail("op '", step.schema->name, "' (node '", step.node, "'): output ", o, " is ",
+           dtype_name(outs[o].dtype()), " ", outs[o].shape().to_string(), ", planned as ",
+           dtype_name(want.dtype), " ", want.shape.to_string());
+    if (slot_offset[s] < 0)
+      slots[s] = std::move(outs[o]);
+    else
+      std::memcpy(slots[s].raw_data(), outs[o].contiguous().raw_data(), outs[o].nbytes());
+  }
+}
+
 std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inputs,
                                                   StepTimer &timer) const {
   std::unique_ptr<RunState> state = acquire_state();
@@ -113,6 +144,11 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     const ExecutionStep &step = steps[i];
     if (step.skip) continue;
     timer.begin();
+    if (step.control_flow) {
+      run_planned_control_flow(step, slots);
+      timer.end(i);
+      continue;
+    }
     state->kernel_inputs.clear();
     state->kernel_outputs.clear();
     for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
@@ -165,10 +201,14 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       ctx.inputs.push_back(&types[i]);
       ctx.values.push_back(&step_inputs[i]);
     }
-    const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
-    std::vector<Tensor> outs =
-        run_kernel(step.kernel, *step.backend, step_inputs, out_types, step.attrs, *pool,
-                   step.schema->name, step.node, step.prepared.get());
+    std::vector<Tensor> outs;
+    if (step.control_flow) {
+      outs = step.control_flow(step, step_inputs);
+    } else {
+      const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
+      outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types, step.attrs, *pool,
+                        step.schema->name, step.node, step.prepared.get());
+    }
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();
     timer.end(si);

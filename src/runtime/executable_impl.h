@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,18 +15,29 @@
 
 namespace lumen {
 
+class ShapePlanCache;
+struct ExecutionStep;
+
+// Runs a control-flow step (if, loop, scan) on its inputs by running its subgraphs' plans.
+using ControlFlowFn = std::vector<Tensor> (*)(const ExecutionStep &step,
+                                              const std::vector<Tensor> &inputs);
+
 struct ExecutionStep {
-  const OpSchema *schema;
+  const OpSchema *schema = nullptr;
   std::string node;
   Attributes attrs;
-  Backend *backend;
-  KernelFn kernel;
+  Backend *backend = nullptr;  // null for control flow
+  KernelFn kernel = nullptr;
   std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
   std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
   std::vector<int> outputs;              // slot per output
   std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
   bool skip = false;  // planned: a view whose output already aliases its input in the arena
+  // Control flow: no kernel (and no backend); `control_flow` runs the compiled subgraphs, by
+  // attribute name ("then_branch", "else_branch", "body").
+  ControlFlowFn control_flow = nullptr;
+  std::map<std::string, std::shared_ptr<const Executable::Impl>> subgraphs;
 };
 
 // The mutable state of one run of a planned Executable: the arena and the tensors viewing it.
@@ -41,6 +53,7 @@ struct RunState {
 // Records per-step times into a RunProfile; does nothing (and reads no clock) without one.
 class StepTimer {
  public:
+  RunProfile *profile() const { return profile_; }
   using Clock = std::chrono::steady_clock;
   explicit StepTimer(RunProfile *profile) : profile_(profile) {
     if (profile_) {
@@ -76,6 +89,7 @@ struct Executable::Impl {
   std::vector<int> output_slots;
   std::vector<ExecutionStep> steps;
   std::vector<ValueInfo> inputs;
+  std::vector<bool> input_rank_known;  // false: a subgraph input of unknown shape (any rank)
   std::vector<ValueInfo> outputs;
   std::vector<StepInfo> step_info;
   MemoryReport memory;
@@ -87,9 +101,18 @@ struct Executable::Impl {
   size_t arena_bytes = 0;
   Allocator *arena_allocator = nullptr;
 
+  // A graph with input dims known only at run time: its plans per input-shape signature (null
+  // for graphs whose plan above serves every run).
+  std::shared_ptr<ShapePlanCache> shape_plans;
+
+  // Runs the plan (a dynamic graph: the plan for these inputs' shapes) on inputs already checked
+  // against `inputs`; records the plan's steps into the timer's profile.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs, StepTimer &timer) const;
+
   std::unique_ptr<RunState> acquire_state() const;
   void release_state(std::unique_ptr<RunState> state) const;
   std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs, StepTimer &timer) const;
+  void run_planned_control_flow(const ExecutionStep &step, std::vector<Tensor> &slots) const;
   std::vector<Tensor> run_dynamic(const std::vector<Tensor> &inputs, StepTimer &timer) const;
 
  private:

@@ -200,8 +200,13 @@ def _malformed_cases():
     cases["string_initializer"] = _with_init(
         TensorProto(name="w", data_type=TensorProto.STRING, dims=[1], string_data=[b"a"]))
     cases["invalid_dtype"] = _with_init(TensorProto(name="w", data_type=999, dims=[1]))
-    cases["negative_input_dim"] = make_model(
-        [helper.make_node("Relu", ["x"], ["y"])], [f32("x", [1, -3])], [f32("y", None)])
+    # (A negative input dim is not malformed: exporters write -1 for "unknown".)
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body",
+                             [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, [])])
+    cases["loop_body_missing_inputs"] = make_model(
+        [helper.make_node("Loop", ["", "", "x"], ["y"], body=body)], [f32("x", [1])],
+        [f32("y", None)])
     cases["sequence_input"] = make_model(
         [helper.make_node("Identity", ["x"], ["y"])],
         [helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [1])], [f32("y", None)])

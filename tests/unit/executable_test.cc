@@ -29,6 +29,12 @@ Graph mlp(int64_t batch, int64_t width, int layers) {
   return g;
 }
 
+// The graph's single output for one input, through a fresh runtime.
+Tensor call_graph(const Graph &g, const Tensor &x) {
+  Runtime rt(RuntimeOptions{.num_threads = 1});
+  return g.compile(&rt)->execute({x})[0];
+}
+
 TEST(Executable, MlpMemoryPlanMeetsTheClaim) {
   Runtime rt(RuntimeOptions{.num_threads = 2});
   for (int opt_level : {0, 2}) {
@@ -168,6 +174,86 @@ TEST(Executable, ConcurrentRunsFromSeveralThreads) {
     });
   for (auto &th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// A dynamic batch: each shape runs its own planned, fully resolved plan, the same numbers as
+// the graph compiled for that shape, with at most `shape_cache_capacity` plans kept.
+TEST(Executable, DynamicGraphRunsAPlanPerInputShape) {
+  Runtime rt(RuntimeOptions{.num_threads = 2});
+  const Executable *dynamic =
+      mlp(kUnknownDim, 64, 4).compile(&rt, CompileOptions{.shape_cache_capacity = 2});
+  for (int64_t batch : {3, 5, 1, 3, 7, 5}) {
+    const Tensor x = Tensor::randn({batch, 64}, 40 + batch);
+    RunProfile profile;
+    const Tensor got = dynamic->execute({x}, &profile)[0];
+    Graph fixed_graph = mlp(batch, 64, 4);
+    fixed_graph.optimize(2);  // what the plan for this shape is made with (CompileOptions)
+    const Executable *fixed = fixed_graph.compile(&rt);
+    EXPECT_TRUE(all_close(got, fixed->execute({x})[0], 1e-6, 1e-6)) << "batch " << batch;
+    ASSERT_FALSE(profile.plan_steps.empty());
+    EXPECT_EQ(profile.plan_steps.front().input_shapes.at(0), (Shape{batch, 64}));
+    EXPECT_EQ(profile.plan_steps.size(), fixed->steps().size());
+    rt.release(fixed);
+  }
+}
+
+TEST(Executable, DynamicGraphFromSeveralThreadsAtDifferentShapes) {
+  Runtime rt(RuntimeOptions{.num_threads = 2});
+  const Executable *exe =
+      mlp(kUnknownDim, 32, 3).compile(&rt, CompileOptions{.shape_cache_capacity = 2});
+  constexpr int kThreads = 4, kRuns = 6;
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        const int64_t batch = 1 + (t + r) % 5;  // more shapes than the cache holds
+        const Tensor x = Tensor::randn({batch, 32}, 7 * t + r);
+        Graph g = mlp(batch, 32, 3);
+        const Tensor want = call_graph(g, x);
+        if (!all_close(exe->execute({x})[0], want, 1e-6, 1e-6)) ++mismatches[t];
+      }
+    });
+  for (auto &th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// if(cond, x, w): then x @ w + 1, else relu(x); the branches are Graphs taking the captures.
+TEST(Executable, IfRunsTheBranchItsConditionPicks) {
+  auto branch = [](bool then_side) {
+    auto g = std::make_shared<Graph>();
+    Value *x = g->add_input("x", {kUnknownDim, 4});
+    Value *w = g->add_input("w", {4, 4});
+    Value *y =
+        then_side
+            ? g->add_op("add", {g->add_op("matmul", {x, w}),
+                                g->add_constant("one", Tensor::from_vector<float>({}, {1.f}))})
+            : g->add_op("relu", {x});
+    g->mark_output(y);
+    return g;
+  };
+  Graph g;
+  Value *cond = g.add_input("cond", {}, DType::Bool);
+  Value *x = g.add_input("x", {kUnknownDim, 4});
+  Value *w = g.add_constant("w", Tensor::randn({4, 4}, 3));
+  Node *n =
+      g.add_node("if", {cond, x, w},
+                 {{"then_branch", branch(true)}, {"else_branch", branch(false)}}, "the_if", {"y"});
+  g.mark_output(n->output(0));
+  Graph copy = g.clone();  // the copy owns its own branches
+  copy.optimize(2);
+  Runtime rt(RuntimeOptions{.num_threads = 1});
+  const Executable *exe = copy.compile(&rt);
+  const Tensor xv = Tensor::randn({3, 4}, 9);
+  for (bool c : {true, false}) {
+    Tensor cv = Tensor::empty({}, DType::Bool);
+    cv.data<bool>()[0] = c;
+    const Tensor got = exe->execute(std::vector<Tensor>{cv, xv})[0];
+    const Tensor want = c ? call_op("add", {call_op("matmul", {xv, w->constant()})[0],
+                                            Tensor::from_vector<float>({}, {1.f})})[0]
+                          : call_op("relu", {xv})[0];
+    EXPECT_TRUE(all_close(got, want, 1e-6, 1e-6)) << "cond " << c;
+  }
 }
 
 }  // namespace

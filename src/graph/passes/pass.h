@@ -43,6 +43,7 @@ std::unique_ptr<Pass> make_constant_folding();
 std::unique_ptr<Pass> make_eliminate_no_ops();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_cancel_transposes();
+std::unique_ptr<Pass> make_inline_constant_if();
 // Level 2: fusions and pattern recognition.
 std::unique_ptr<Pass> make_fold_conv_batch_norm();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <variant>
 
 #include "graph/passes/pass.h"
 #include "lumen/error.h"
@@ -16,6 +17,7 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_eliminate_no_ops());
   passes.push_back(make_constant_folding());
+  passes.push_back(make_inline_constant_if());
   passes.push_back(make_cancel_transposes());
   passes.push_back(make_common_subexpression_elimination());
   passes.push_back(make_dead_code_elimination());
@@ -85,6 +87,12 @@ std::vector<std::unique_ptr<Pass>> passes_for_level(int opt_level) {
 OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
   auto passes = passes_for_level(opt_level);
   verify();
+  // Subgraphs (control-flow branches and bodies) get the same pipeline, before the graph that
+  // holds them: a branch that gets inlined arrives optimized.
+  for (Node *node : nodes())
+    for (const auto &[name, value] : node->attrs().items())
+      if (const auto *sub = std::get_if<std::shared_ptr<Graph>>(&value))
+        (*sub)->optimize(opt_level, OptimizeOptions{.dump_from_env = false});
   OptimizeReport report;
   report.opt_level = opt_level;
   report.ops_before = op_counts(*this);

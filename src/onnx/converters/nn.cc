@@ -201,8 +201,15 @@ Converter softmax(const std::string &op) {
   return [op](NodeContext &ctx) -> std::vector<Value *> {
     Value *x = ctx.input(0);
     if (ctx.opset() >= 13) return {ctx.emit(op, {x}, {{"axis", ctx.attrs().get_int("axis", -1)}})};
-    const Shape &shape = static_shape(ctx, x, "input");
-    const size_t axis = shape.normalize_axis(ctx.attrs().get_int("axis", 1));
+    const int64_t axis_attr = ctx.attrs().get_int("axis", 1);
+    if (!x->has_shape() || !x->shape().is_static()) {
+      // Dims known at run time: flatten, normalize rows, and reshape back to x's shape.
+      Value *flat = ctx.add("flatten", {x}, {{"axis", axis_attr}});
+      Value *y = ctx.add(op, {flat}, {{"axis", int64_t{-1}}});
+      return {ctx.emit("reshape", {y, ctx.add("shape", {x})})};
+    }
+    const Shape &shape = x->shape();
+    const size_t axis = shape.normalize_axis(axis_attr);
     if (axis + 1 == shape.rank()) return {ctx.emit(op, {x}, {{"axis", int64_t{-1}}})};
     int64_t rows = 1, cols = 1;
     for (size_t i = 0; i < shape.rank(); ++i) (i < axis ? rows : cols) *= shape[i];

@@ -60,6 +60,7 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
   const int64_t m = w->shape()[0];
   if (group < 1 || m % group != 0 || w->shape()[1] == 1) return nullptr;  // depthwise: direct
   auto packed = std::make_shared<PackedConvWeights>();
+  ctx.shape_specific = true;  // Winograd or GEMM operands, chosen for the image size
   const Shape &xs = ctx.input_shapes.at(0);
   if (xs.rank() == 4 && xs[2] != kUnknownDim && xs[3] != kUnknownDim) {
     const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
