@@ -63,6 +63,23 @@ build() {
     -DPython_EXECUTABLE="$PY" >"$BUILD_DIR/configure.log" 2>&1 \
     || { cat "$BUILD_DIR/configure.log"; exit 1; }
   cmake --build "$BUILD_DIR" --parallel
+  install_cli
+}
+
+# The `lumen` command without `pip install .`: .venv's Python finds the built package (a .pth
+# file), .venv/bin/lumen runs its CLI, and /usr/local/bin/lumen points there when we may write it.
+install_cli() {
+  local site
+  site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$BUILD_DIR/python" >"$site/lumen-build.pth"
+  printf '#!/bin/sh\nexec "%s" -m lumen "$@"\n' "$PY" >"$VENV/bin/lumen"
+  chmod +x "$VENV/bin/lumen"
+  local global=/usr/local/bin/lumen
+  if [[ -w /usr/local/bin && ( ! -e $global || -L $global ) ]]; then
+    ln -sf "$VENV/bin/lumen" "$global"
+  elif ! command -v lumen >/dev/null; then
+    log "the lumen command is $VENV/bin/lumen (source .venv/bin/activate to put it on PATH)"
+  fi
 }
 
 run_tests() {
