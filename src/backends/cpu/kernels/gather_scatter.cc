@@ -1,0 +1,221 @@
+// CPU gather_elements, gather_nd, scatter_nd and non_zero, for any dtype (data moves as bytes;
+// scatter_nd's reductions are typed). Every index is checked against its dim (negative ones count
+// from the end) before anything is copied; the copies are shared out over the pool, except
+// scatter_nd's, whose later updates must win over earlier ones at the same place.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/common/binary_functors.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+#define LUMEN_ALL_DTYPES                                                                      \
+  DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
+      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
+      DType::UInt64
+
+constexpr int64_t kGrain = 1 << 14;
+
+int64_t product(const Shape &s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
+// The indices as int64, each resolved into [0, dim(i)) or a failure naming it.
+template <class DimOf>
+std::vector<int64_t> resolved_indices(const KernelContext &ctx, const Tensor &idx, DimOf dim_of) {
+  std::vector<int64_t> out(static_cast<size_t>(idx.numel()));
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t v;
+    if (idx.dtype() == DType::Int64)
+      v = idx.data<int64_t>()[i];
+    else if (idx.dtype() == DType::Int32)
+      v = idx.data<int32_t>()[i];
+    else
+      ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
+    const auto [n, dim] = dim_of(i);
+    if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", dim, " of size ", n);
+    out[static_cast<size_t>(i)] = v < 0 ? v + n : v;
+  }
+  return out;
+}
+
+size_t kernel_axis(const KernelContext &ctx, int64_t axis, const Shape &shape) {
+  const auto r = static_cast<int64_t>(shape.rank());
+  if (axis < -r || axis >= r)
+    ctx.fail("axis ", axis, " is out of range for input ", shape.to_string());
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+// y[i] = data[i with its axis coordinate replaced by indices[i]]; indices has y's shape. Walked
+// by rows of the innermost dim.
+void gather_elements(KernelContext &ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const size_t rank = data.rank();
+  if (rank == 0 || rank != idx.rank() || y.shape() != idx.shape())
+    ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
+             " and output ", y.shape().to_string(), " do not fit");
+  const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
+  for (size_t d = 0; d < rank; ++d)
+    if (d != axis && idx.shape()[d] > data.shape()[d])
+      ctx.fail("indices ", idx.shape().to_string(), " exceed data ", data.shape().to_string(),
+               " on dim ", d);
+  const int64_t n = data.shape()[axis];
+  const std::vector<int64_t> k = resolved_indices(ctx, idx, [&](int64_t) {
+    return std::pair<int64_t, size_t>{n, axis};
+  });
+  const size_t elem = dtype_size(data.dtype());
+  const std::vector<int64_t> stride = contiguous_strides(data.shape());
+  const int64_t inner = idx.shape()[rank - 1], rows = inner ? idx.numel() / inner : 0;
+  const int64_t inner_stride = axis == rank - 1 ? 0 : 1;  // the last dim's own step
+  const auto *src = static_cast<const char *>(data.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, inner));
+  ctx.pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t rem = r, base = 0;  // the row's offset in data, without the axis coordinate
+      for (size_t d = rank - 1; d-- > 0;) {
+        if (d != axis) base += (rem % idx.shape()[d]) * stride[d];
+        rem /= idx.shape()[d];
+      }
+      for (int64_t j = 0; j < inner; ++j) {
+        const int64_t i = r * inner + j;
+        const int64_t off = base + j * inner_stride + k[size_t(i)] * stride[axis];
+        std::memcpy(dst + size_t(i) * elem, src + size_t(off) * elem, elem);
+      }
+    }
+  });
+}
+
+// Offsets (in slices) into data of every index tuple of gather_nd / scatter_nd.
+std::vector<int64_t> tuple_offsets(const KernelContext &ctx, const Tensor &idx, const Shape &data,
+                                   size_t first_dim, size_t m) {
+  const std::vector<int64_t> v = resolved_indices(ctx, idx, [&](int64_t i) {
+    const size_t d = first_dim + size_t(i % int64_t(m));
+    return std::pair<int64_t, size_t>{data[d], d};
+  });
+  std::vector<int64_t> offsets(v.size() / m);
+  for (size_t j = 0; j < offsets.size(); ++j) {
+    int64_t off = 0;
+    for (size_t t = 0; t < m; ++t) off = off * data[first_dim + t] + v[j * m + t];
+    offsets[j] = off;
+  }
+  return offsets;
+}
+
+void gather_nd(KernelContext &ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const auto b = static_cast<size_t>(ctx.attrs.get_int("batch_dims", 0));
+  const size_t r = data.rank(), q = idx.rank();
+  if (q < 1 || b >= std::min(q, r)) ctx.fail("bad batch_dims ", b);
+  const auto m = static_cast<size_t>(idx.shape()[q - 1]);
+  if (m < 1 || b + m > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
+  const int64_t batches = product(idx.shape(), 0, b), per_batch = product(idx.shape(), b, q - 1);
+  const size_t slice = size_t(product(data.shape(), b + m, r)) * dtype_size(data.dtype());
+  const size_t data_batch = size_t(product(data.shape(), b, b + m)) * slice;
+  if (size_t(batches * per_batch) * slice != y.nbytes())
+    ctx.fail("output ", y.shape().to_string(), " does not match data ", data.shape().to_string(),
+             " and indices ", idx.shape().to_string());
+  const std::vector<int64_t> offsets = tuple_offsets(ctx, idx, data.shape(), b, m);
+  const auto *src = static_cast<const char *>(data.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  ctx.pool.parallel_for(
+      batches * per_batch, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, int64_t(slice))),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t j = begin; j < end; ++j)
+          std::memcpy(dst + size_t(j) * slice,
+                      src + size_t(j / per_batch) * data_batch + size_t(offsets[size_t(j)]) * slice,
+                      slice);
+      });
+}
+
+template <class T>
+T combine(T a, T b, const std::string &red) {
+  if (red == "add") return T(a + b);
+  if (red == "mul") return T(a * b);
+  if (red == "max") return std::max(a, b);
+  return std::min(a, b);
+}
+
+void scatter_nd(KernelContext &ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
+  Tensor &y = ctx.output(0);
+  const size_t r = data.rank(), q = idx.rank();
+  if (q < 1 || y.shape() != data.shape() || upd.dtype() != data.dtype())
+    ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
+             " and updates ", upd.shape().to_string(), " do not fit");
+  const auto k = static_cast<size_t>(idx.shape()[q - 1]);
+  if (k < 1 || k > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
+  const int64_t count = product(idx.shape(), 0, q - 1), slice = product(data.shape(), k, r);
+  if (checked_mul(count, slice) != upd.numel())
+    ctx.fail("updates ", upd.shape().to_string(), " do not fit indices ", idx.shape().to_string(),
+             " and data ", data.shape().to_string());
+  const std::string red = ctx.attrs.get_string("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    ctx.fail("unknown reduction '", red, "'");
+  const std::vector<int64_t> offsets = tuple_offsets(ctx, idx, data.shape(), 0, k);
+  const size_t elem = dtype_size(data.dtype()), bytes = size_t(slice) * elem;
+  std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
+  auto *dst = static_cast<char *>(y.raw_data());
+  const auto *src = static_cast<const char *>(upd.raw_data());
+  if (red == "none") {
+    for (int64_t j = 0; j < count; ++j)
+      std::memcpy(dst + size_t(offsets[size_t(j)]) * bytes, src + size_t(j) * bytes, bytes);
+    return;
+  }
+  const bool typed = bin::visit_dtype(data.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      T *py = y.data<T>();
+      const T *pu = upd.data<T>();
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t s = 0; s < slice; ++s) {
+          T &out = py[offsets[size_t(j)] * slice + s];
+          out = combine(out, pu[j * slice + s], red);
+        }
+    } else {
+      ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+    }
+  });
+  if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+}
+
+// [rank, count] int64: the coordinates of every non-zero element, in row-major order.
+void non_zero(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  std::vector<int64_t> hits;
+  const bool typed = bin::visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *px = x.data<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      if (bin::load(px[i]) != decltype(bin::load(px[i]))(0)) hits.push_back(i);
+  });
+  if (!typed) ctx.fail("unsupported dtype ", dtype_name(x.dtype()));
+  const auto rank = static_cast<int64_t>(x.rank()), count = static_cast<int64_t>(hits.size());
+  if (y.shape() != Shape{rank, count})
+    ctx.fail("output ", y.shape().to_string(), " should be [", rank, ", ", count, "]");
+  int64_t *py = y.data<int64_t>();
+  for (int64_t c = 0; c < count; ++c) {
+    int64_t rem = hits[size_t(c)];
+    for (int64_t d = rank; d-- > 0;) {
+      py[d * count + c] = rem % x.shape()[size_t(d)];
+      rem /= x.shape()[size_t(d)];
+    }
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "gather_elements", gather_elements, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "gather_nd", gather_nd, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "scatter_nd", scatter_nd, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "non_zero", non_zero, LUMEN_ALL_DTYPES);
+
+}  // namespace
+}  // namespace lumen

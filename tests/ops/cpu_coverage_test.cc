@@ -1,0 +1,177 @@
+// The CPU kernels of the ops exported models need around their main layers (masks, positions,
+// detection post-processing, 1-D/3-D convs): each against the reference on varied shapes and
+// attributes, with exact equality where the op only moves or compares values.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+using testing::all_close;
+using testing::expect_error;
+using testing::random_tensor;
+
+// Both backends' outputs, compared exactly (rtol = atol = 0) unless a tolerance is given.
+void expect_same(const std::string &op, const std::vector<Tensor> &inputs,
+                 const Attributes &attrs = {}, double tol = 0) {
+  const std::vector<Tensor> want = call_op(op, inputs, attrs, "reference");
+  const std::vector<Tensor> got = call_op(op, inputs, attrs, "cpu");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(all_close(got[i], want[i], tol, tol)) << op << " output " << i;
+}
+
+Tensor bools(const Shape &shape, uint64_t seed) {
+  const Tensor r = random_tensor(shape, seed);
+  Tensor b = Tensor::empty(shape, DType::Bool);
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<bool>()[i] = r.data<float>()[i] > 0;
+  return b;
+}
+
+Tensor ints(const Shape &shape, uint64_t seed, double lo, double hi) {
+  return random_tensor(shape, seed, lo, hi, DType::Int64);
+}
+
+TEST(CpuCoverage, LogicalOpsBroadcast) {
+  for (const char *op : {"logical_and", "logical_or", "logical_xor"}) {
+    expect_same(op, {bools({3, 1, 5}, 1), bools({4, 5}, 2)});
+    expect_same(op, {bools({70000}, 3), bools({1}, 4)});
+  }
+  expect_same("logical_not", {bools({2, 3, 7}, 5)});
+}
+
+TEST(CpuCoverage, NanAndInfTests) {
+  Tensor x = random_tensor({6, 50}, 6);
+  x.data<float>()[3] = NAN;
+  x.data<float>()[7] = INFINITY;
+  x.data<float>()[9] = -INFINITY;
+  expect_same("is_nan", {x});
+  for (int64_t pos : {0, 1})
+    for (int64_t neg : {0, 1})
+      expect_same("is_inf", {x}, {{"detect_positive", pos}, {"detect_negative", neg}});
+}
+
+TEST(CpuCoverage, ModBothSignRules) {
+  const Tensor a = ints({4, 9}, 7, -50, 50), b = ints({9}, 8, 1, 7);
+  Tensor nb = b.clone();
+  for (int64_t i = 0; i < nb.numel(); i += 2) nb.data<int64_t>()[i] *= -1;
+  const Tensor fa = random_tensor({4, 9}, 9, -10, 10), fb = random_tensor({9}, 10, 0.5, 3);
+  for (int64_t fmod : {0, 1}) {
+    expect_same("mod", {a, nb}, {{"fmod", fmod}});
+    expect_same("mod", {fa, fb}, {{"fmod", 1}});
+  }
+  expect_same("mod", {fa, fb}, {{"fmod", 0}});
+  expect_error(
+      [&] {
+        call_op("mod", {a, Tensor::zeros({9}, DType::Int64)}, {}, "cpu");
+      },
+      "modulo by zero");
+}
+
+TEST(CpuCoverage, Range) {
+  auto scalar = [](auto v) {
+    using T = decltype(v);
+    return Tensor::from_vector<T>({}, {v});
+  };
+  expect_same("range", {scalar(int64_t{3}), scalar(int64_t{40}), scalar(int64_t{4})});
+  expect_same("range", {scalar(int32_t{10}), scalar(int32_t{-3}), scalar(int32_t{-2})});
+  expect_same("range", {scalar(0.5f), scalar(7.3f), scalar(0.25f)});
+  expect_same("range", {scalar(-1.0), scalar(1.0), scalar(0.1)});
+}
+
+TEST(CpuCoverage, GatherElementsOnEveryAxis) {
+  const Tensor data = random_tensor({4, 5, 6}, 11);
+  for (int64_t axis : {0, 1, 2, -1}) {
+    const int64_t n = data.shape()[size_t(axis < 0 ? axis + 3 : axis)];
+    Shape idx_shape{3, 4, 5};  // smaller than data on the other dims
+    expect_same("gather_elements", {data, ints(idx_shape, 12 + axis, -n, n)}, {{"axis", axis}});
+  }
+  expect_error(
+      [&] {
+        call_op("gather_elements", {data, Tensor::from_vector<int64_t>({1, 1, 1}, {9})}, {}, "cpu");
+      },
+      "out of range");
+}
+
+TEST(CpuCoverage, GatherNdAndScatterNd) {
+  const Tensor data = random_tensor({3, 4, 5}, 13);
+  expect_same("gather_nd", {data, ints({6, 2}, 14, -3, 3)});
+  expect_same("gather_nd", {data, ints({3, 2, 1}, 15, 0, 4)}, {{"batch_dims", int64_t{1}}});
+  const Tensor idx = Tensor::from_vector<int64_t>({4, 2}, {0, 1, 2, 3, 0, 1, -1, 0});
+  const Tensor upd = random_tensor({4, 5}, 16);
+  for (const char *red : {"none", "add", "mul", "max", "min"})
+    expect_same("scatter_nd", {data, idx, upd}, {{"reduction", std::string(red)}});
+  expect_error(
+      [&] {
+        call_op("scatter_nd",
+                {data, Tensor::from_vector<int64_t>({1, 2}, {3, 0}), random_tensor({1, 5}, 1)}, {},
+                "cpu");
+      },
+      "out of range");
+}
+
+TEST(CpuCoverage, NonZero) {
+  Tensor x = random_tensor({3, 4, 5}, 17);
+  for (int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = 0;
+  expect_same("non_zero", {x});
+  expect_same("non_zero", {bools({7, 3}, 18)});
+  expect_same("non_zero", {Tensor::zeros({4}, DType::Int64)});
+}
+
+TEST(CpuCoverage, TopKWithTies) {
+  Tensor x = random_tensor({3, 40, 2}, 19);
+  for (int64_t i = 0; i < x.numel(); i += 5) x.data<float>()[i] = 0.25f;  // ties
+  for (int64_t axis : {1, -1, 0})
+    for (int64_t k : {int64_t{1}, int64_t{2}})
+      for (int64_t largest : {0, 1})
+        expect_same("top_k", {x, Tensor::from_vector<int64_t>({1}, {k})},
+                    {{"axis", axis}, {"largest", largest}});
+  expect_same("top_k", {ints({5, 30}, 20, -4, 4), Tensor::from_vector<int64_t>({1}, {30})},
+              {{"axis", int64_t{1}}});
+}
+
+TEST(CpuCoverage, IntegerAndDoubleReductions) {
+  const Tensor i = ints({3, 4, 5}, 21, -3, 4);
+  const Tensor d = random_tensor({3, 4, 5}, 22, -1, 1, DType::Float64);
+  for (const char *op : {"reduce_sum", "reduce_prod", "reduce_min", "reduce_max"})
+    for (const std::vector<int64_t> &axes : std::vector<std::vector<int64_t>>{{1}, {0, 2}, {}})
+      for (int64_t keep : {0, 1}) {
+        const Attributes attrs{{"axes", axes}, {"keepdims", keep}};
+        expect_same(op, {i}, attrs);
+        expect_same(op, {d}, attrs);
+      }
+  expect_same("reduce_prod", {random_tensor({6, 7}, 23)}, {{"axes", std::vector<int64_t>{1}}});
+  expect_same("reduce_mean", {d}, {{"axes", std::vector<int64_t>{0, 1}}}, 1e-12);
+}
+
+// 1-D and 3-D convolutions: groups, strides, pads, dilations, bias; float32 GEMM against the
+// reference's double loops.
+TEST(CpuCoverage, ConvNd) {
+  struct Case {
+    Shape x, w;
+    int64_t group;
+    std::vector<int64_t> strides, pads, dilations;
+  };
+  const std::vector<Case> cases = {
+      {{2, 4, 50}, {6, 4, 5}, 1, {1}, {2, 2}, {1}},
+      {{1, 1, 400}, {8, 1, 10}, 1, {5}, {0, 0}, {1}},  // a wav2vec2-style first layer
+      {{2, 6, 33}, {6, 2, 3}, 3, {2}, {1, 0}, {2}},
+      {{1, 8, 20}, {8, 1, 7}, 8, {1}, {3, 3}, {1}},  // depthwise 1-D
+      {{1, 3, 6, 10, 10}, {5, 3, 3, 3, 3}, 1, {1, 2, 2}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
+      {{2, 4, 4, 7, 5}, {4, 2, 1, 3, 2}, 2, {2, 1, 1}, {0, 1, 0, 0, 1, 1}, {1, 2, 1}},
+  };
+  for (const Case &c : cases) {
+    const Tensor x = random_tensor(c.x, 24), w = random_tensor(c.w, 25);
+    const Tensor b = random_tensor({c.w[0]}, 26);
+    const Attributes attrs{
+        {"group", c.group}, {"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}};
+    expect_same("conv_nd", {x, w, b}, attrs, 1e-4);
+    expect_same("conv_nd", {x, w}, attrs, 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace lumen
