@@ -129,6 +129,12 @@ def _detection_model(ctor, size):
         torch.manual_seed(SEED)
         model = getattr(torchvision.models.detection, ctor)(weights=None, weights_backbone=None)
         randomize(model)  # detection models train only with targets: statistics are drawn
+        # Spread the class scores (random heads give near-uniform softmaxes, whose ties make the
+        # boxes that NMS and TopK pick depend on rounding).
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if any(k in name for k in ("classification_head", "cls_score", "cls_logits")):
+                    p.mul_(3.0)
         return model, ([torch.rand(3, size, size)],)
     return build
 

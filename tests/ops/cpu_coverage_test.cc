@@ -113,6 +113,17 @@ TEST(CpuCoverage, GatherNdAndScatterNd) {
       "out of range");
 }
 
+TEST(CpuCoverage, ScatterElements) {
+  const Tensor data = random_tensor({4, 5, 6}, 34);
+  for (int64_t axis : {0, 1, 2})
+    for (const char *red : {"none", "add", "mul", "max", "min"}) {
+      const int64_t n = data.shape()[size_t(axis)];
+      expect_same("scatter_elements",
+                  {data, ints({3, 4, 5}, 35 + axis, -n, n), random_tensor({3, 4, 5}, 36)},
+                  {{"axis", axis}, {"reduction", std::string(red)}});
+    }
+}
+
 TEST(CpuCoverage, NonZero) {
   Tensor x = random_tensor({3, 4, 5}, 17);
   for (int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = 0;
@@ -171,6 +182,66 @@ TEST(CpuCoverage, ConvNd) {
     expect_same("conv_nd", {x, w, b}, attrs, 1e-4);
     expect_same("conv_nd", {x, w}, attrs, 1e-4);
   }
+}
+
+TEST(CpuCoverage, ElementwiseMath) {
+  const Tensor x = random_tensor({7, 300}, 27, -0.95, 0.95);  // inside every op's domain
+  const Tensor big = random_tensor({7, 300}, 28, 1.05, 30);   // acosh
+  const Tensor d = random_tensor({5, 30}, 29, -0.95, 0.95, DType::Float64);
+  for (const char *op : {"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                         "atanh", "reciprocal", "floor", "ceil", "round", "softsign", "mish"}) {
+    expect_same(op, {x});
+    expect_same(op, {d});
+  }
+  expect_same("acosh", {big});
+  const Tensor halves = Tensor::from_vector<float>({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 3.7f});
+  expect_same("round", {halves});  // half to even
+  const Tensor i = ints({4, 9}, 30, -100, 100);
+  expect_same("abs", {i});
+  expect_same("neg", {i});
+}
+
+TEST(CpuCoverage, NonMaxSuppression) {
+  // Boxes on a jittered grid so that neighbours overlap; spread scores, two classes.
+  const int64_t n = 60;
+  Tensor boxes = Tensor::empty({1, n, 4});
+  const Tensor jitter = random_tensor({n, 4}, 31, 0, 0.4);
+  for (int64_t b = 0; b < n; ++b) {
+    const float x = float(b % 10), y = float(b / 10);
+    const float *j = jitter.data<float>() + b * 4;
+    float *box = boxes.data<float>() + b * 4;
+    box[0] = y + j[0], box[1] = x + j[1], box[2] = y + 1.5f + j[2], box[3] = x + 1.5f + j[3];
+  }
+  const Tensor scores = random_tensor({1, 2, n}, 32, 0, 1);
+  const Tensor max_out = Tensor::from_vector<int64_t>({1}, {12});
+  const Tensor iou = Tensor::from_vector<float>({1}, {0.3f});
+  const Tensor score_thr = Tensor::from_vector<float>({1}, {0.2f});
+  expect_same("non_max_suppression", {boxes, scores, max_out, iou, score_thr});
+  expect_same("non_max_suppression", {boxes, scores, max_out, iou},
+              {{"center_point_box", int64_t{1}}});
+  // "No limit" as exporters write it (INT64_MAX): every box that survives, not none.
+  const Tensor no_limit = Tensor::from_vector<int64_t>({1}, {INT64_MAX});
+  const Tensor all = call_op("non_max_suppression", {boxes, scores, no_limit, iou}, {}, "cpu")[0];
+  EXPECT_GT(all.shape()[0], 24);
+  expect_same("non_max_suppression", {boxes, scores, no_limit, iou, score_thr});
+}
+
+TEST(CpuCoverage, RoiAlign) {
+  const Tensor x = random_tensor({2, 3, 12, 10}, 33);
+  const Tensor rois = Tensor::from_vector<float>(
+      {4, 4}, {0, 0, 9, 11, 1.5f, 2.25f, 4, 7.5f, -2, -1, 3, 4, 6, 6, 30, 40});  // one past the map
+  const Tensor batch = Tensor::from_vector<int64_t>({4}, {0, 1, 1, 0});
+  for (const char *mode : {"avg", "max"})
+    for (const char *ctm : {"half_pixel", "output_half_pixel"})
+      for (int64_t ratio : {0, 2})
+        expect_same("roi_align", {x, rois, batch},
+                    {{"mode", std::string(mode)},
+                     {"coordinate_transformation_mode", std::string(ctm)},
+                     {"sampling_ratio", ratio},
+                     {"spatial_scale", 0.5},
+                     {"output_height", int64_t{3}},
+                     {"output_width", int64_t{4}}},
+                    1e-5);
 }
 
 }  // namespace

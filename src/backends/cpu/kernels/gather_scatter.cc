@@ -1,7 +1,7 @@
-// CPU gather_elements, gather_nd, scatter_nd and non_zero, for any dtype (data moves as bytes;
-// scatter_nd's reductions are typed). Every index is checked against its dim (negative ones count
-// from the end) before anything is copied; the copies are shared out over the pool, except
-// scatter_nd's, whose later updates must win over earlier ones at the same place.
+// CPU gather_elements, gather_nd, scatter_elements, scatter_nd and non_zero, for any dtype (data
+// moves as bytes; scatter_nd's reductions are typed). Every index is checked against its dim
+// (negative ones count from the end) before anything is copied; the copies are shared out over the
+// pool, except scatter_nd's, whose later updates must win over earlier ones at the same place.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -187,6 +187,63 @@ void scatter_nd(KernelContext &ctx) {
   if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
 }
 
+// y = data, then y[i with its axis coordinate replaced by indices[i]] = updates[i] (or combined
+// with it by the reduction), in index order so that later updates win.
+void scatter_elements(KernelContext &ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
+  Tensor &y = ctx.output(0);
+  const size_t rank = data.rank();
+  if (rank == 0 || idx.rank() != rank || upd.shape() != idx.shape() || y.shape() != data.shape() ||
+      upd.dtype() != data.dtype())
+    ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
+             " and updates ", upd.shape().to_string(), " do not fit");
+  const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
+  for (size_t d = 0; d < rank; ++d)
+    if (d != axis && idx.shape()[d] > data.shape()[d])
+      ctx.fail("indices ", idx.shape().to_string(), " exceed data ", data.shape().to_string(),
+               " on dim ", d);
+  const int64_t n = data.shape()[axis];
+  const std::vector<int64_t> k = resolved_indices(ctx, idx, [&](int64_t) {
+    return std::pair<int64_t, size_t>{n, axis};
+  });
+  const std::string red = ctx.attrs.get_string("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    ctx.fail("unknown reduction '", red, "'");
+  std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
+  const std::vector<int64_t> stride = contiguous_strides(data.shape());
+  // The data offset of every update, in order.
+  std::vector<int64_t> offsets(k.size());
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t rem = i, off = 0;
+    for (size_t d = rank; d-- > 0;) {
+      const int64_t coord = rem % idx.shape()[d];
+      rem /= idx.shape()[d];
+      off += (d == axis ? k[size_t(i)] : coord) * stride[d];
+    }
+    offsets[size_t(i)] = off;
+  }
+  const size_t elem = dtype_size(data.dtype());
+  auto *dst = static_cast<char *>(y.raw_data());
+  const auto *src = static_cast<const char *>(upd.raw_data());
+  if (red == "none") {
+    for (size_t i = 0; i < offsets.size(); ++i)
+      std::memcpy(dst + size_t(offsets[i]) * elem, src + i * elem, elem);
+    return;
+  }
+  const bool typed = bin::visit_dtype(data.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      T *py = y.data<T>();
+      const T *pu = upd.data<T>();
+      for (size_t i = 0; i < offsets.size(); ++i)
+        py[offsets[i]] = combine(py[offsets[i]], pu[i], red);
+    } else {
+      ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+    }
+  });
+  if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+}
+
 // [rank, count] int64: the coordinates of every non-zero element, in row-major order.
 void non_zero(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
@@ -216,6 +273,7 @@ LUMEN_REGISTER_KERNEL("cpu", "gather_elements", gather_elements, LUMEN_ALL_DTYPE
 LUMEN_REGISTER_KERNEL("cpu", "gather_nd", gather_nd, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "scatter_nd", scatter_nd, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "non_zero", non_zero, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "scatter_elements", scatter_elements, LUMEN_ALL_DTYPES);
 
 }  // namespace
 }  // namespace lumen

@@ -64,9 +64,17 @@ bool suppress(const double *a, const double *b, bool center, double threshold) {
 std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *> &in, bool center) {
   const Tensor &boxes = *in[0], &scores = *in[1];
   const int64_t B = boxes.shape()[0], S = boxes.shape()[1], C = scores.shape()[1];
+  // Read as an integer: exporters write "no limit" as INT64_MAX, which a double rounds to 2^63,
+  // out of int64's range.
   int64_t max_out = 0;
-  if (in.size() > 2 && in[2] && in[2]->numel() > 0)
-    max_out = std::max<int64_t>(0, int64_t(scalar_f64(in[2])));
+  if (in.size() > 2 && in[2] && in[2]->numel() > 0) {
+    const Tensor &t = *in[2];
+    max_out = t.dtype() == DType::Int64 ? t.data<int64_t>()[0]
+              : t.dtype() == DType::Int32
+                  ? t.data<int32_t>()[0]
+                  : static_cast<int64_t>(std::clamp(scalar_f64(&t), 0.0, 9.0e18));
+    max_out = std::max<int64_t>(0, max_out);
+  }
   const double iou = in.size() > 3 ? scalar_f64(in[3]) : 0.0;
   const bool has_score = in.size() > 4 && in[4] && in[4]->numel() > 0;
   const double score_thr = has_score ? scalar_f64(in[4]) : 0.0;

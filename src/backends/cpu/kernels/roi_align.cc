@@ -1,0 +1,101 @@
+// CPU roi_align (float32): per roi, the sampling points of every output bin (sampling_ratio per
+// side, or ceil(bin size)) are computed once, as four pixel offsets and bilinear weights each
+// (points more than one pixel outside the map count 0, others are clamped to it, as ONNX defines);
+// then every channel of the roi's image is reduced over them, average or max of the weighted
+// corners. (roi, channel) pairs are shared out over the pool.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+struct Sample {
+  int64_t offset[4];
+  float weight[4];
+};
+
+void roi_align(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &rois = ctx.input(1), &batch = ctx.input(2);
+  Tensor &y = ctx.output(0);
+  const bool avg = ctx.attrs.get_string("mode", "avg") == "avg";
+  const bool half_pixel =
+      ctx.attrs.get_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const double scale = ctx.attrs.get_float("spatial_scale", 1.0);
+  const int64_t ratio = ctx.attrs.get_int("sampling_ratio", 0);
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t R = y.shape()[0], OH = y.shape()[2], OW = y.shape()[3];
+  const float *px = x.data<float>(), *pr = rois.data<float>();
+  float *py = y.data<float>();
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t b =
+        batch.dtype() == DType::Int32 ? batch.data<int32_t>()[r] : batch.data<int64_t>()[r];
+    if (b < 0 || b >= N) ctx.fail("batch index ", b, " is out of range for batch size ", N);
+    const double off = half_pixel ? 0.5 : 0.0;
+    const float *roi = pr + r * 4;
+    const double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off;
+    double rw = roi[2] * scale - off - x0, rh = roi[3] * scale - off - y0;
+    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const double bh = rh / double(OH), bw = rw / double(OW);
+    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH)));
+    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
+    const int64_t per_bin = gh * gw;
+    const float inv_count = float(1.0 / double(std::max<int64_t>(per_bin, 1)));
+    std::vector<Sample> samples(static_cast<size_t>(OH * OW * per_bin));
+    for (int64_t ph = 0; ph < OH; ++ph)
+      for (int64_t pw = 0; pw < OW; ++pw)
+        for (int64_t iy = 0; iy < gh; ++iy)
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            Sample &s = samples[size_t(((ph * OW + pw) * gh + iy) * gw + ix)];
+            s = Sample{{0, 0, 0, 0}, {0, 0, 0, 0}};
+            double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+            double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+            if (yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W) || H <= 0 || W <= 0)
+              continue;
+            yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
+            int64_t ylo = int64_t(yy), xlo = int64_t(xx), yhi, xhi;
+            if (ylo >= H - 1)
+              yhi = ylo = H - 1, yy = double(ylo);
+            else
+              yhi = ylo + 1;
+            if (xlo >= W - 1)
+              xhi = xlo = W - 1, xx = double(xlo);
+            else
+              xhi = xlo + 1;
+            const double ly = yy - double(ylo), lx = xx - double(xlo);
+            s = Sample{{ylo * W + xlo, ylo * W + xhi, yhi * W + xlo, yhi * W + xhi},
+                       {float((1 - ly) * (1 - lx)), float((1 - ly) * lx), float(ly * (1 - lx)),
+                        float(ly * lx)}};
+          }
+    ctx.pool.parallel_for(C, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const float *img = px + (b * C + c) * H * W;
+        float *out = py + (r * C + c) * OH * OW;
+        for (int64_t bin = 0; bin < OH * OW; ++bin) {
+          const Sample *s = samples.data() + bin * per_bin;
+          float acc = 0;
+          for (int64_t k = 0; k < per_bin; ++k) {
+            const Sample &p = s[k];
+            if (avg) {
+              acc += p.weight[0] * img[p.offset[0]] + p.weight[1] * img[p.offset[1]] +
+                     p.weight[2] * img[p.offset[2]] + p.weight[3] * img[p.offset[3]];
+            } else {
+              const float m = std::max(
+                  std::max(p.weight[0] * img[p.offset[0]], p.weight[1] * img[p.offset[1]]),
+                  std::max(p.weight[2] * img[p.offset[2]], p.weight[3] * img[p.offset[3]]));
+              acc = k == 0 ? m : std::max(acc, m);
+            }
+          }
+          out[bin] = avg ? acc * inv_count : acc;
+        }
+      }
+    });
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "roi_align", roi_align, DType::Float32);
+
+}  // namespace
+}  // namespace lumen
