@@ -18,7 +18,11 @@ def _ratio(numerator, denominator):
     return round(numerator / denominator, 4) if denominator else None
 
 
-def _io(infos):
+def _io(values):
+    """Name, dtype and shape of graph inputs/outputs; symbolic dims by name, unknown ones None."""
+    from ._onnx import _info
+
+    infos = [_info(v) for v in values]
     return [{"name": i["name"], "dtype": i["dtype"],
              "shape": None if i["shape"] is None else list(i["shape"])} for i in infos]
 
@@ -68,8 +72,8 @@ def build_report(compiled):
 
     return {
         "opt_level": None if opt is None else opt.opt_level,
-        "inputs": _io(compiled.inputs),
-        "outputs": _io(compiled.outputs),
+        "inputs": _io(compiled.graph.inputs),
+        "outputs": _io(compiled.graph.outputs),
         "ops": {
             "before": before,
             "after": after,

@@ -13,7 +13,9 @@ def _info(v):
     """name, dtype and shape; a symbolic dim shows its ONNX name ("batch"), an unknown one None."""
     shape = v.shape
     names = v.dim_names
-    if shape is not None and len(names) == len(shape):
+    if shape is None and names:  # known only at run time: the declared symbolic dims
+        shape = tuple(n or None for n in names)
+    elif shape is not None and len(names) == len(shape):
         shape = tuple(d if d is not None or not n else n for d, n in zip(shape, names))
     return {"name": v.name, "dtype": v.dtype, "shape": shape}
 
