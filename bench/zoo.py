@@ -16,6 +16,7 @@ Needs bench/requirements-zoo.txt (torch, torchvision, transformers, onnxscript).
 """
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -316,6 +317,9 @@ def _export(entry, model, args, path, exporter, opset):
         dims = tuple({a: torch.export.Dim.AUTO for a in entry.dynamic_axes.get(name, {})}
                      for name in entry.input_names)
         has_dims = any(dims) and len(dims) == len(args)
+        params = list(inspect.signature(model.forward).parameters.values())
+        if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
+            dims = (dims,)  # forward(*args): one entry, the specs of args
         torch.onnx.export(model, args, path, dynamo=True,
                           dynamic_shapes=dims if has_dims else None, external_data=False,
                           **kwargs)
