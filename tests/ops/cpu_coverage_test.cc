@@ -244,5 +244,35 @@ TEST(CpuCoverage, RoiAlign) {
                     1e-5);
 }
 
+// rnn, gru and lstm: directions, layouts, biases, initial states, ragged sequence_lens,
+// peepholes, linear_before_reset; float32 GEMMs against the reference's double loops.
+TEST(CpuCoverage, RecurrentLayers) {
+  const int64_t seq = 7, batch = 3, in = 5, h = 4;
+  for (const std::string op : {"rnn", "gru", "lstm"}) {
+    const int64_t g = op == "lstm" ? 4 : op == "gru" ? 3 : 1;
+    for (const std::string direction : {"forward", "reverse", "bidirectional"})
+      for (int64_t layout : {0, 1})
+        for (int variant = 0; variant < 3; ++variant) {
+          const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+          const Shape xs = layout ? Shape{batch, seq, in} : Shape{seq, batch, in};
+          const Shape state = layout ? Shape{batch, dirs, h} : Shape{dirs, batch, h};
+          std::vector<Tensor> inputs{random_tensor(xs, 40), random_tensor({dirs, g * h, in}, 41),
+                                     random_tensor({dirs, g * h, h}, 42)};
+          Attributes attrs{{"hidden_size", h}, {"direction", direction}, {"layout", layout}};
+          if (variant >= 1) {  // biases, ragged lengths, initial states
+            inputs.push_back(random_tensor({dirs, 2 * g * h}, 43));
+            inputs.push_back(Tensor::from_vector<int32_t>({batch}, {7, 3, 5}));
+            inputs.push_back(random_tensor(state, 44));
+            if (op == "lstm") inputs.push_back(random_tensor(state, 45));
+          }
+          if (variant == 2 && op == "lstm") inputs.push_back(random_tensor({dirs, 3 * h}, 46));
+          if (variant == 2 && op == "gru") attrs.set("linear_before_reset", int64_t{1});
+          SCOPED_TRACE(op + " " + direction + " layout " + std::to_string(layout) + " variant " +
+                       std::to_string(variant));
+          expect_same(op, inputs, attrs, 1e-5);
+        }
+  }
+}
+
 }  // namespace
 }  // namespace lumen

@@ -65,7 +65,7 @@ def test_conv1d_front_end_and_recurrent_layer(cell):
                  "h0": RNG.standard_normal((1, batch, hidden)).astype(np.float32) * 0.5}
         if cell == "LSTM":
             feeds["c0"] = RNG.standard_normal((1, batch, hidden)).astype(np.float32) * 0.5
-        check(proto, feeds)
+        check(proto, feeds, backend="cpu")
 
 
 @pytest.mark.parametrize("kernel,stride,dilation,group", [(5, 1, 1, 1), (10, 5, 1, 1),

@@ -1,0 +1,157 @@
+// CPU rnn, gru and lstm (float32), ONNX semantics: both directions, layouts 0 and 1, biases,
+// initial states, sequence_lens, peepholes, GRU's linear_before_reset. The input projection of all
+// time steps is one packed GEMM (X W^T + biases); each step is one GEMM of the batch's hidden
+// states with R^T (GRU without linear_before_reset: a second one over r * H for the candidate),
+// then the gates element-wise. Non-default activations and clip take the reference's loop.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/gemm/sgemm.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+float sigmoid(float v) {
+  return 1.f / (1.f + std::exp(-v));
+}
+
+bool default_activations(const KernelContext &ctx, const std::vector<std::string> &per_dir) {
+  if (!ctx.attrs.has("activations")) return true;
+  const auto *names = std::get_if<std::vector<std::string>>(&ctx.attrs.items().at("activations"));
+  if (!names) return false;
+  for (size_t i = 0; i < names->size(); ++i)
+    if ((*names)[i] != per_dir[i % per_dir.size()]) return false;
+  return !ctx.attrs.has("activation_alpha") && !ctx.attrs.has("activation_beta");
+}
+
+void recurrent(KernelContext &ctx) {
+  const std::string op(ctx.op);
+  const int64_t g = op == "lstm" ? 4 : op == "gru" ? 3 : 1;
+  const std::vector<std::string> defaults =
+      g == 4   ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      : g == 3 ? std::vector<std::string>{"Sigmoid", "Tanh"}
+               : std::vector<std::string>{"Tanh"};
+  if (ctx.attrs.has("clip") || !default_activations(ctx, defaults) ||
+      ctx.attrs.get_int("input_forget", 0) != 0)
+    return run_reference_kernel(ctx);
+  const Tensor &tx = ctx.input(0), &tw = ctx.input(1), &tr = ctx.input(2);
+  const std::string direction = ctx.attrs.get_string("direction", "forward");
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const bool layout1 = ctx.attrs.get_int("layout", 0) == 1;
+  const int64_t seq = layout1 ? tx.shape()[1] : tx.shape()[0];
+  const int64_t batch = layout1 ? tx.shape()[0] : tx.shape()[1];
+  const int64_t in = tx.shape()[2], h = tr.shape()[2], gh = g * h;
+  if (tw.shape()[0] != dirs || tr.shape()[0] != dirs || tw.shape()[1] != gh ||
+      tr.shape()[1] != gh || tw.shape()[2] != in)
+    ctx.fail("W ", tw.shape().to_string(), " / R ", tr.shape().to_string(),
+             " do not match hidden size ", h, " and ", dirs, " direction(s)");
+  const bool lbr = ctx.attrs.get_int("linear_before_reset", 0) != 0;
+  std::vector<int64_t> lens(size_t(batch), seq);
+  if (ctx.has_input(4)) {
+    const Tensor &sl = ctx.input(4);
+    for (int64_t i = 0; i < batch; ++i) {
+      const int64_t v = sl.dtype() == DType::Int32 ? sl.data<int32_t>()[i] : sl.data<int64_t>()[i];
+      if (v < 0 || v > seq) ctx.fail("sequence_lens[", i, "] = ", v, " is outside [0, ", seq, "]");
+      lens[size_t(i)] = v;
+    }
+  }
+  const float *x = tx.data<float>(), *w = tw.data<float>(), *r = tr.data<float>();
+  const float *b = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  const float *h0 = ctx.has_input(5) ? ctx.input(5).data<float>() : nullptr;
+  const float *c0 = g == 4 && ctx.has_input(6) ? ctx.input(6).data<float>() : nullptr;
+  const float *p = g == 4 && ctx.has_input(7) ? ctx.input(7).data<float>() : nullptr;
+  float *y = ctx.output(0).data<float>();
+  float *yh = ctx.output(1).data<float>();
+  float *yc = g == 4 ? ctx.output(2).data<float>() : nullptr;
+  std::fill(y, y + ctx.output(0).numel(), 0.f);
+  auto state_index = [&](int64_t d, int64_t n) {
+    return (layout1 ? n * dirs + d : d * batch + n) * h;
+  };
+  auto y_index = [&](int64_t t, int64_t d, int64_t n) {
+    return (layout1 ? (n * seq + t) * dirs + d : (t * dirs + d) * batch + n) * h;
+  };
+  // X's rows in memory order: t * batch + n (layout 0) or n * seq + t (layout 1).
+  auto x_row = [&](int64_t t, int64_t n) { return layout1 ? n * seq + t : t * batch + n; };
+
+  std::vector<float> xw(size_t(seq * batch * gh)), hr(size_t(batch * gh));
+  std::vector<float> hs(size_t(batch * h)), cs(size_t(batch * h)), rh(size_t(batch * h));
+  std::vector<float> cand(size_t(batch * h));
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const float *wd = w + d * gh * in, *rd = r + d * gh * h;
+    const float *bd = b ? b + d * 2 * gh : nullptr, *pd = p ? p + d * 3 * h : nullptr;
+    // X W^T for every step, plus Wb + Rb (GRU's candidate gets Rb_h later, next to R_h).
+    cpu::sgemm(ctx.pool, seq * batch, gh, in, cpu::StridedA(x, in, false),
+               cpu::StridedB(wd, in, true), xw.data(), gh);
+    if (bd)
+      for (int64_t row = 0; row < seq * batch; ++row)
+        for (int64_t q = 0; q < gh; ++q)
+          xw[size_t(row * gh + q)] += bd[q] + (g == 3 && q >= 2 * h ? 0.f : bd[gh + q]);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t j = 0; j < h; ++j) {
+        hs[size_t(n * h + j)] = h0 ? h0[state_index(d, n) + j] : 0.f;
+        cs[size_t(n * h + j)] = c0 ? c0[state_index(d, n) + j] : 0.f;
+      }
+    const int64_t steps = *std::max_element(lens.begin(), lens.end());
+    for (int64_t s = 0; s < steps; ++s) {
+      // H_{t-1} R^T for the whole batch (rows past their length are computed and ignored).
+      cpu::sgemm(ctx.pool, batch, gh, h, cpu::StridedA(hs.data(), h, false),
+                 cpu::StridedB(rd, h, true), hr.data(), gh);
+      if (g == 3 && !lbr) {
+        // The candidate reads (r * H_{t-1}) R_h^T: r first, then its own GEMM.
+        for (int64_t n = 0; n < batch; ++n) {
+          const int64_t t = reverse ? lens[size_t(n)] - 1 - s : s;
+          const float *a = xw.data() + (t >= 0 ? x_row(t, n) : 0) * gh;
+          for (int64_t j = 0; j < h; ++j)
+            rh[size_t(n * h + j)] =
+                sigmoid(a[h + j] + hr[size_t(n * gh + h + j)]) * hs[size_t(n * h + j)];
+        }
+        cpu::sgemm(ctx.pool, batch, h, h, cpu::StridedA(rh.data(), h, false),
+                   cpu::StridedB(rd + 2 * h * h, h, true), cand.data(), h);
+      }
+      for (int64_t n = 0; n < batch; ++n) {
+        if (s >= lens[size_t(n)]) continue;  // this row has ended: its state stays
+        const int64_t t = reverse ? lens[size_t(n)] - 1 - s : s;
+        const float *a = xw.data() + x_row(t, n) * gh, *c = hr.data() + n * gh;
+        float *hn = hs.data() + n * h, *cn = cs.data() + n * h;
+        for (int64_t j = 0; j < h; ++j) {
+          if (g == 1) {
+            hn[j] = std::tanh(a[j] + c[j]);
+          } else if (g == 3) {
+            const float z = sigmoid(a[j] + c[j]);
+            const float rb = bd ? bd[gh + 2 * h + j] : 0.f;
+            const float pre =
+                lbr ? a[2 * h + j] + sigmoid(a[h + j] + c[h + j]) * (c[2 * h + j] + rb)
+                    : a[2 * h + j] + cand[size_t(n * h + j)] + rb;
+            hn[j] = (1.f - z) * std::tanh(pre) + z * hn[j];
+          } else {  // gates i, o, f, c; P = [Pi, Po, Pf]
+            const float cprev = cn[j];
+            const float ig = sigmoid(a[j] + c[j] + (pd ? pd[j] * cprev : 0.f));
+            const float fg =
+                sigmoid(a[2 * h + j] + c[2 * h + j] + (pd ? pd[2 * h + j] * cprev : 0.f));
+            const float cg = std::tanh(a[3 * h + j] + c[3 * h + j]);
+            const float cell = fg * cprev + ig * cg;
+            const float og = sigmoid(a[h + j] + c[h + j] + (pd ? pd[h + j] * cell : 0.f));
+            cn[j] = cell;
+            hn[j] = og * std::tanh(cell);
+          }
+        }
+        std::copy_n(hn, h, y + y_index(t, d, n));
+      }
+    }
+    for (int64_t n = 0; n < batch; ++n) {
+      std::copy_n(hs.data() + n * h, h, yh + state_index(d, n));
+      if (yc) std::copy_n(cs.data() + n * h, h, yc + state_index(d, n));
+    }
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "rnn", recurrent, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "gru", recurrent, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "lstm", recurrent, DType::Float32);
+
+}  // namespace
+}  // namespace lumen
