@@ -1,7 +1,9 @@
 // Graph -> Executable: assigns every value a slot, places every node on a backend (the runtime's
 // forced backend, or the preferred one with a kernel for its dtype), and lays out memory: with
 // static shapes, intermediates get arena offsets from the memory planner; otherwise executions
-// free each intermediate after its last use.
+// free each intermediate after its last use, and a graph whose input shapes are known only at run
+// time also gets a ShapePlanCache (a planned plan per input-shape signature). Control-flow steps
+// get their subgraphs compiled the same way.
 #include <unordered_map>
 
 #include "compile/compiler.h"

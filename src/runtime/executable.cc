@@ -115,8 +115,13 @@ void Executable::Impl::run_planned_control_flow(const ExecutionStep &step,
       fail("op '", step.schema->name, "' (node '", step.node, "'): output ", o, " is ",
            dtype_name(outs[o].dtype()), " ", outs[o].shape().to_string(), ", planned as ",
            dtype_name(want.dtype), " ", want.shape.to_string());
+    // A branch may pass an input through: when that input lives in this run's arena, the
+    // caller must get a copy, not memory the next run overwrites.
+    const bool passes_input = std::any_of(ins.begin(), ins.end(), [&](const Tensor &in) {
+      return in.defined() && in.raw_data() == outs[o].raw_data();
+    });
     if (slot_offset[s] < 0)
-      slots[s] = std::move(outs[o]);
+      slots[s] = passes_input ? outs[o].clone() : std::move(outs[o]);
     else
       std::memcpy(slots[s].raw_data(), outs[o].contiguous().raw_data(), outs[o].nbytes());
   }

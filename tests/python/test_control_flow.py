@@ -263,3 +263,25 @@ def test_subgraph_reading_an_undefined_name_is_an_error():
                        [vi("c", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, None)])
     with pytest.raises(lumen.Error, match="ghost"):
         lumen.load_onnx(proto.SerializeToString())
+
+
+def test_branch_passing_an_arena_value_through_returns_a_copy():
+    """then_branch returns the parent's intermediate as is; in a planned run that value lives in
+    the arena, so the output must survive the next run."""
+    then_branch = helper.make_graph([], "then", [], [vi("a", TensorProto.FLOAT, [2, 3])])
+    else_branch = helper.make_graph([helper.make_node("Neg", ["a"], ["e"])], "else", [],
+                                    [vi("e", TensorProto.FLOAT, [2, 3])])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Add", ["r", "x"], ["a"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                              else_branch=else_branch)]
+    proto = make_model(nodes, [vi("c", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [2, 3])],
+                       [vi("y", TensorProto.FLOAT, [2, 3])])
+    compiled = lumen.load_onnx(proto.SerializeToString()).compile()
+    assert compiled.executable.memory.planned
+    x1 = RNG.standard_normal((2, 3)).astype(np.float32)
+    first = compiled.run({"c": np.array(True), "x": x1})[0]
+    kept = first.copy()
+    compiled.run({"c": np.array(True), "x": x1 + 10})
+    np.testing.assert_array_equal(first, kept)
+    np.testing.assert_allclose(kept, np.maximum(x1, 0) + x1, rtol=1e-6)
