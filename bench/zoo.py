@@ -122,13 +122,14 @@ def _segmentation_model(ctor):
     return build
 
 
-def _detection_model(ctor, size):
+def _detection_model(ctor, size, **kwargs):
     def build():
         import torch
         import torchvision
 
         torch.manual_seed(SEED)
-        model = getattr(torchvision.models.detection, ctor)(weights=None, weights_backbone=None)
+        model = getattr(torchvision.models.detection, ctor)(weights=None, weights_backbone=None,
+                                                            **kwargs)
         randomize(model)  # detection models train only with targets: statistics are drawn
         # Spread the class scores (random heads give near-uniform softmaxes, whose ties make the
         # boxes that NMS and TopK pick depend on rounding).
@@ -239,7 +240,7 @@ def zoo():
     entries.append(Entry("ssdlite320", _detection_model("ssdlite320_mobilenet_v3_large", 320),
                          ["images"], {}, ["boxes", "scores", "labels"], exporters=("torchscript",)))
     entries.append(Entry("fasterrcnn_mobilenet_320", _detection_model(
-        "fasterrcnn_mobilenet_v3_large_320_fpn", 320), ["images"], {},
+        "fasterrcnn_mobilenet_v3_large_320_fpn", 320, box_score_thresh=0.005), ["images"], {},
         ["boxes", "scores", "labels"], exporters=("torchscript",)))
 
     def text(model_ctor, config_ctor, config, keys=("input_ids", "attention_mask")):
