@@ -144,6 +144,39 @@ T combine(T a, T b, const std::string &red) {
   return std::min(a, b);
 }
 
+// y = data, then update j (a slice of `slice` elements of `upd`) goes to slice offsets[j] of y,
+// replacing it (reduction "none") or combined with it, in order, so that later updates win.
+void scatter_slices(const KernelContext &ctx, const Tensor &data, const Tensor &upd, Tensor &y,
+                    const std::vector<int64_t> &offsets, int64_t slice) {
+  const std::string red = ctx.attrs.get_string("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    ctx.fail("unknown reduction '", red, "'");
+  std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
+  if (red == "none") {
+    const size_t bytes = size_t(slice) * dtype_size(data.dtype());
+    auto *dst = static_cast<char *>(y.raw_data());
+    const auto *src = static_cast<const char *>(upd.raw_data());
+    for (size_t j = 0; j < offsets.size(); ++j)
+      std::memcpy(dst + size_t(offsets[j]) * bytes, src + j * bytes, bytes);
+    return;
+  }
+  bool typed = false;
+  bin::visit_dtype(data.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      T *py = y.data<T>();
+      const T *pu = upd.data<T>();
+      for (size_t j = 0; j < offsets.size(); ++j)
+        for (int64_t e = 0; e < slice; ++e) {
+          T &out = py[offsets[j] * slice + e];
+          out = combine(out, pu[int64_t(j) * slice + e], red);
+        }
+      typed = true;
+    }
+  });
+  if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+}
+
 void scatter_nd(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
   Tensor &y = ctx.output(0);
@@ -157,34 +190,7 @@ void scatter_nd(KernelContext &ctx) {
   if (checked_mul(count, slice) != upd.numel())
     ctx.fail("updates ", upd.shape().to_string(), " do not fit indices ", idx.shape().to_string(),
              " and data ", data.shape().to_string());
-  const std::string red = ctx.attrs.get_string("reduction", "none");
-  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
-    ctx.fail("unknown reduction '", red, "'");
-  const std::vector<int64_t> offsets = tuple_offsets(ctx, idx, data.shape(), 0, k);
-  const size_t elem = dtype_size(data.dtype()), bytes = size_t(slice) * elem;
-  std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
-  auto *dst = static_cast<char *>(y.raw_data());
-  const auto *src = static_cast<const char *>(upd.raw_data());
-  if (red == "none") {
-    for (int64_t j = 0; j < count; ++j)
-      std::memcpy(dst + size_t(offsets[size_t(j)]) * bytes, src + size_t(j) * bytes, bytes);
-    return;
-  }
-  const bool typed = bin::visit_dtype(data.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-      T *py = y.data<T>();
-      const T *pu = upd.data<T>();
-      for (int64_t j = 0; j < count; ++j)
-        for (int64_t s = 0; s < slice; ++s) {
-          T &out = py[offsets[size_t(j)] * slice + s];
-          out = combine(out, pu[j * slice + s], red);
-        }
-    } else {
-      ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
-    }
-  });
-  if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+  scatter_slices(ctx, data, upd, y, tuple_offsets(ctx, idx, data.shape(), 0, k), slice);
 }
 
 // y = data, then y[i with its axis coordinate replaced by indices[i]] = updates[i] (or combined
@@ -206,10 +212,6 @@ void scatter_elements(KernelContext &ctx) {
   const std::vector<int64_t> k = resolved_indices(ctx, idx, [&](int64_t) {
     return std::pair<int64_t, size_t>{n, axis};
   });
-  const std::string red = ctx.attrs.get_string("reduction", "none");
-  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
-    ctx.fail("unknown reduction '", red, "'");
-  std::memcpy(y.raw_data(), data.raw_data(), data.nbytes());
   const std::vector<int64_t> stride = contiguous_strides(data.shape());
   // The data offset of every update, in order.
   std::vector<int64_t> offsets(k.size());
@@ -222,26 +224,7 @@ void scatter_elements(KernelContext &ctx) {
     }
     offsets[size_t(i)] = off;
   }
-  const size_t elem = dtype_size(data.dtype());
-  auto *dst = static_cast<char *>(y.raw_data());
-  const auto *src = static_cast<const char *>(upd.raw_data());
-  if (red == "none") {
-    for (size_t i = 0; i < offsets.size(); ++i)
-      std::memcpy(dst + size_t(offsets[i]) * elem, src + i * elem, elem);
-    return;
-  }
-  const bool typed = bin::visit_dtype(data.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-      T *py = y.data<T>();
-      const T *pu = upd.data<T>();
-      for (size_t i = 0; i < offsets.size(); ++i)
-        py[offsets[i]] = combine(py[offsets[i]], pu[i], red);
-    } else {
-      ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
-    }
-  });
-  if (!typed) ctx.fail("reduction '", red, "' is not supported for ", dtype_name(data.dtype()));
+  scatter_slices(ctx, data, upd, y, offsets, 1);
 }
 
 // [rank, count] int64: the coordinates of every non-zero element, in row-major order.
