@@ -25,6 +25,13 @@ std::shared_ptr<const Executable::Impl> ShapePlanCache::plan_for(
     plans_.splice(plans_.begin(), plans_, it);
     return plans_.front().impl;
   }
+  auto seen = std::find(seen_once_.begin(), seen_once_.end(), signature);
+  if (seen == seen_once_.end()) {
+    seen_once_.push_front(std::move(signature));
+    if (seen_once_.size() > 4 * options_.shape_cache_capacity) seen_once_.pop_back();
+    return nullptr;
+  }
+  seen_once_.erase(seen);
   std::shared_ptr<const Executable::Impl> impl = specialize(signature);
   plans_.push_front({std::move(signature), impl});
   if (plans_.size() > options_.shape_cache_capacity) plans_.pop_back();

@@ -185,7 +185,9 @@ TEST(Executable, DynamicGraphRunsAPlanPerInputShape) {
   for (int64_t batch : {3, 5, 1, 3, 7, 5}) {
     const Tensor x = Tensor::randn({batch, 64}, 40 + batch);
     RunProfile profile;
+    const Tensor first = dynamic->execute({x}, &profile)[0];  // new shapes: the generic plan
     const Tensor got = dynamic->execute({x}, &profile)[0];
+    EXPECT_TRUE(all_close(first, got, 1e-6, 1e-6)) << "batch " << batch;
     Graph fixed_graph = mlp(batch, 64, 4);
     fixed_graph.optimize(2);  // what the plan for this shape is made with (CompileOptions)
     const Executable *fixed = fixed_graph.compile(&rt);
