@@ -25,6 +25,22 @@ bool is_f32_or_f64(const Value *v) {
   return v->dtype() == DType::Float32 || v->dtype() == DType::Float64;
 }
 
+// A 1-D conv (audio front ends, wav2vec2's positional conv) as a conv2d over [N, C, 1, L]: the
+// 2-D kernels (GEMM, depthwise, epilogue fusions) serve it; unsqueeze/squeeze are views.
+Value *conv1d_as_conv2d(NodeContext &ctx, std::vector<Value *> inputs, const Attributes &attrs1d) {
+  const Tensor &w = inputs[1]->constant();
+  inputs[0] = ctx.add("unsqueeze", {inputs[0]}, {{"axes", std::vector<int64_t>{2}}});
+  inputs[1] =
+      ctx.constant(w.contiguous().reshape(Shape{w.shape()[0], w.shape()[1], 1, w.shape()[2]}));
+  const auto pads = attrs1d.get_ints("pads", {0, 0});
+  Attributes attrs{{"strides", std::vector<int64_t>{1, attrs1d.get_ints("strides", {1})[0]}},
+                   {"dilations", std::vector<int64_t>{1, attrs1d.get_ints("dilations", {1})[0]}},
+                   {"pads", std::vector<int64_t>{0, pads[0], 0, pads[1]}},
+                   {"group", attrs1d.get_int("group", 1)}};
+  Value *y = ctx.add("conv2d", inputs, attrs);
+  return ctx.emit("squeeze", {y}, {{"axes", std::vector<int64_t>{2}}});
+}
+
 // The 2-D ops (conv2d, max_pool2d, avg_pool2d) are the fast path; everything else (1-D, 3-D,
 // other dtypes, pooling indices, dilated average pooling) goes to the N-d reference ops.
 std::vector<Value *> convert_conv(NodeContext &ctx) {
@@ -39,6 +55,8 @@ std::vector<Value *> convert_conv(NodeContext &ctx) {
   attrs.set("group", ctx.attrs().get_int("group", 1));
   std::vector<Value *> inputs{x, w};
   if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
+  if (kernel.size() == 1 && is_f32_or_f64(x) && w->is_constant())
+    return {conv1d_as_conv2d(ctx, inputs, attrs)};
   const bool fast = kernel.size() == 2 && is_f32_or_f64(x);
   return {ctx.emit(fast ? "conv2d" : "conv_nd", inputs, attrs)};
 }
