@@ -135,8 +135,8 @@ class Graph {
   void mark_output(Value *value);
   // Records symbolic dim names for a value (documentation for users; shapes stay kUnknownDim).
   void set_dim_names(Value *value, std::vector<std::string> names);
-  // Narrows a graph input's shape (fixing dims that were unknown: same rank, known dims kept) and
-  // re-infers the types of the whole graph.
+  // Narrows a graph input's shape (fixing dims that were unknown: same rank, known dims kept; any
+  // shape for an input of unknown shape) and re-infers the types of the whole graph.
   void set_input_shape(Value *input, const Shape &shape);
 
   // --- Inspection -----------------------------------------------------------------------------
