@@ -428,9 +428,13 @@ def check_one(path, backend):
     except lumen.Error as e:
         row["status"] = "compile error: " + str(e).splitlines()[0][:150]
         return row
+    # Twice: a model with symbolic dims runs its generic plan the first time it meets these
+    # shapes and the plan made for them the second time; both must match.
+    runs = []
     try:
-        outputs, profile = compiled.executable.execute_profiled(feeds)
-        outputs = [np.asarray(o) for o in outputs]
+        for _ in range(2):
+            outputs, profile = compiled.executable.execute_profiled(feeds)
+            runs.append([np.asarray(o) for o in outputs])
     except lumen.Error as e:
         row["status"] = "run error: " + str(e).splitlines()[0][:150]
         return row
@@ -438,14 +442,16 @@ def check_one(path, backend):
     for step in profile.plan_steps:
         counts[step.backend] = counts.get(step.backend, 0) + 1
     row["backends"] = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    worst, ok = 0.0, len(outputs) == len(expected)
-    for got, want in zip(outputs, expected):
-        good, err = _compare(got, want)
-        ok = ok and good
-        if isinstance(err, str):
-            worst = err
-        elif not isinstance(worst, str):
-            worst = max(worst, err)
+    worst, ok = 0.0, True
+    for outputs in runs:
+        ok = ok and len(outputs) == len(expected)
+        for got, want in zip(outputs, expected):
+            good, err = _compare(got, want)
+            ok = ok and good
+            if isinstance(err, str):
+                worst = err
+            elif not isinstance(worst, str):
+                worst = max(worst, err)
     row["max_error"] = worst if isinstance(worst, str) else f"{worst:.1e}"
     row["status"] = "ok" if ok else "MISMATCH"
     return row
