@@ -11,15 +11,11 @@
 #include <numeric>
 #include <vector>
 
+#include "backends/common/dtype_lists.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-#define LUMEN_ALL_DTYPES                                                                      \
-  DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
-      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
-      DType::UInt64
 
 constexpr int64_t kCopyChunk = 1 << 18;  // bytes per parallel memcpy chunk
 

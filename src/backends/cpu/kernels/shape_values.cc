@@ -4,15 +4,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/common/dtype_lists.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-#define LUMEN_ALL_DTYPES                                                                      \
-  DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8, DType::Int16, \
-      DType::Int32, DType::Int64, DType::UInt8, DType::Bool, DType::UInt16, DType::UInt32,    \
-      DType::UInt64
 
 // The input's dims [start, end) as int64; inference clamped the range into the output's size.
 void shape(KernelContext &ctx) {
