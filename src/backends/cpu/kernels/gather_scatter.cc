@@ -48,6 +48,24 @@ size_t kernel_axis(const KernelContext &ctx, int64_t axis, const Shape &shape) {
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
+// gather_elements / scatter_elements: the attribute's axis and every index resolved along it,
+// after checking that indices fit data on the other dims.
+struct AxisIndices {
+  size_t axis;
+  std::vector<int64_t> values;
+};
+AxisIndices axis_indices(const KernelContext &ctx, const Tensor &data, const Tensor &idx) {
+  const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
+  for (size_t d = 0; d < data.rank(); ++d)
+    if (d != axis && idx.shape()[d] > data.shape()[d])
+      ctx.fail("indices ", idx.shape().to_string(), " exceed data ", data.shape().to_string(),
+               " on dim ", d);
+  const int64_t n = data.shape()[axis];
+  return {axis, resolved_indices(ctx, idx, [&](int64_t) {
+            return std::pair<int64_t, size_t>{n, axis};
+          })};
+}
+
 // y[i] = data[i with its axis coordinate replaced by indices[i]]; indices has y's shape. Walked
 // by rows of the innermost dim.
 void gather_elements(KernelContext &ctx) {
@@ -57,15 +75,9 @@ void gather_elements(KernelContext &ctx) {
   if (rank == 0 || rank != idx.rank() || y.shape() != idx.shape())
     ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
              " and output ", y.shape().to_string(), " do not fit");
-  const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
-  for (size_t d = 0; d < rank; ++d)
-    if (d != axis && idx.shape()[d] > data.shape()[d])
-      ctx.fail("indices ", idx.shape().to_string(), " exceed data ", data.shape().to_string(),
-               " on dim ", d);
-  const int64_t n = data.shape()[axis];
-  const std::vector<int64_t> k = resolved_indices(ctx, idx, [&](int64_t) {
-    return std::pair<int64_t, size_t>{n, axis};
-  });
+  const AxisIndices resolved = axis_indices(ctx, data, idx);
+  const size_t axis = resolved.axis;
+  const std::vector<int64_t> &k = resolved.values;  // (no structured binding: lambdas use it)
   const size_t elem = dtype_size(data.dtype());
   const std::vector<int64_t> stride = contiguous_strides(data.shape());
   const int64_t inner = idx.shape()[rank - 1], rows = inner ? idx.numel() / inner : 0;
@@ -199,15 +211,9 @@ void scatter_elements(KernelContext &ctx) {
       upd.dtype() != data.dtype())
     ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
              " and updates ", upd.shape().to_string(), " do not fit");
-  const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
-  for (size_t d = 0; d < rank; ++d)
-    if (d != axis && idx.shape()[d] > data.shape()[d])
-      ctx.fail("indices ", idx.shape().to_string(), " exceed data ", data.shape().to_string(),
-               " on dim ", d);
-  const int64_t n = data.shape()[axis];
-  const std::vector<int64_t> k = resolved_indices(ctx, idx, [&](int64_t) {
-    return std::pair<int64_t, size_t>{n, axis};
-  });
+  const AxisIndices resolved = axis_indices(ctx, data, idx);
+  const size_t axis = resolved.axis;
+  const std::vector<int64_t> &k = resolved.values;  // (no structured binding: lambdas use it)
   const std::vector<int64_t> stride = contiguous_strides(data.shape());
   // The data offset of every update, in order.
   std::vector<int64_t> offsets(k.size());
