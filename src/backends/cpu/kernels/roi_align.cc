@@ -7,11 +7,14 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/common/roi_align_sample.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
+// A sampling point as the inner loop reads it: float weights, all 0 (and offsets 0) for a point
+// outside the map.
 struct Sample {
   int64_t offset[4];
   float weight[4];
@@ -48,26 +51,14 @@ void roi_align(KernelContext &ctx) {
       for (int64_t pw = 0; pw < OW; ++pw)
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
+            const RoiSample p =
+                roi_sample(y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh),
+                           x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw), H, W);
             Sample &s = samples[size_t(((ph * OW + pw) * gh + iy) * gw + ix)];
-            s = Sample{{0, 0, 0, 0}, {0, 0, 0, 0}};
-            double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
-            double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
-            if (yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W) || H <= 0 || W <= 0)
-              continue;
-            yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
-            int64_t ylo = int64_t(yy), xlo = int64_t(xx), yhi, xhi;
-            if (ylo >= H - 1)
-              yhi = ylo = H - 1, yy = double(ylo);
-            else
-              yhi = ylo + 1;
-            if (xlo >= W - 1)
-              xhi = xlo = W - 1, xx = double(xlo);
-            else
-              xhi = xlo + 1;
-            const double ly = yy - double(ylo), lx = xx - double(xlo);
-            s = Sample{{ylo * W + xlo, ylo * W + xhi, yhi * W + xlo, yhi * W + xhi},
-                       {float((1 - ly) * (1 - lx)), float((1 - ly) * lx), float(ly * (1 - lx)),
-                        float(ly * lx)}};
+            for (int k = 0; k < 4; ++k) {
+              s.offset[k] = p.offset[k];
+              s.weight[k] = float(p.weight[k]);  // 0 outside the map
+            }
           }
     ctx.pool.parallel_for(C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {

@@ -10,6 +10,7 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/f64_io.h"
+#include "backends/common/roi_align_sample.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -214,26 +215,13 @@ void roi_align(KernelContext &ctx) {
           bool first = true;
           for (int64_t iy = 0; iy < gh; ++iy) {
             for (int64_t ix = 0; ix < gw; ++ix) {
-              double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
-              double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
-              double w[4] = {0, 0, 0, 0}, v[4] = {0, 0, 0, 0};
-              if (!(yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W)) && H > 0 && W > 0) {
-                yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
-                int64_t ylo = int64_t(yy), xlo = int64_t(xx), yhi, xhi;
-                if (ylo >= H - 1)
-                  yhi = ylo = H - 1, yy = double(ylo);
-                else
-                  yhi = ylo + 1;
-                if (xlo >= W - 1)
-                  xhi = xlo = W - 1, xx = double(xlo);
-                else
-                  xhi = xlo + 1;
-                const double ly = yy - double(ylo), lx = xx - double(xlo);
-                w[0] = (1 - ly) * (1 - lx), w[1] = (1 - ly) * lx, w[2] = ly * (1 - lx),
-                w[3] = ly * lx;
-                v[0] = img[ylo * W + xlo], v[1] = img[ylo * W + xhi], v[2] = img[yhi * W + xlo],
-                v[3] = img[yhi * W + xhi];
-              }
+              const double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+              const double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+              const RoiSample p = roi_sample(yy, xx, H, W);
+              const double *w = p.weight;
+              double v[4] = {0, 0, 0, 0};
+              if (p.inside)
+                for (int k = 0; k < 4; ++k) v[k] = img[p.offset[k]];
               if (avg) {
                 acc += w[0] * v[0] + w[1] * v[1] + w[2] * v[2] + w[3] * v[3];
               } else {
