@@ -3,22 +3,13 @@
 #include <cmath>
 
 #include "backends/common/broadcast.h"
+#include "backends/common/logical_functors.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
 constexpr int64_t kGrain = 1 << 16;
-
-struct And {
-  bool operator()(bool a, bool b) const { return a && b; }
-};
-struct Or {
-  bool operator()(bool a, bool b) const { return a || b; }
-};
-struct Xor {
-  bool operator()(bool a, bool b) const { return a != b; }
-};
 
 template <class F>
 void logical(KernelContext &ctx) {
@@ -70,9 +61,9 @@ void float_test(KernelContext &ctx) {
   float_test_typed<float, kNan>(ctx);
 }
 
-LUMEN_REGISTER_KERNEL("cpu", "logical_and", logical<And>, DType::Bool);
-LUMEN_REGISTER_KERNEL("cpu", "logical_or", logical<Or>, DType::Bool);
-LUMEN_REGISTER_KERNEL("cpu", "logical_xor", logical<Xor>, DType::Bool);
+LUMEN_REGISTER_KERNEL("cpu", "logical_and", logical<logic::And>, DType::Bool);
+LUMEN_REGISTER_KERNEL("cpu", "logical_or", logical<logic::Or>, DType::Bool);
+LUMEN_REGISTER_KERNEL("cpu", "logical_xor", logical<logic::Xor>, DType::Bool);
 LUMEN_REGISTER_KERNEL("cpu", "logical_not", logical_not, DType::Bool);
 LUMEN_REGISTER_KERNEL("cpu", "is_nan", float_test<true>, DType::Float32, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "is_inf", float_test<false>, DType::Float32, DType::Float64);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/logical_functors.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -34,16 +35,6 @@ LUMEN_REF_COMPARE("greater", bin::Greater);
 LUMEN_REF_COMPARE("less_equal", bin::LessEqual);
 LUMEN_REF_COMPARE("greater_equal", bin::GreaterEqual);
 
-struct And {
-  bool operator()(bool a, bool b) const { return a && b; }
-};
-struct Or {
-  bool operator()(bool a, bool b) const { return a || b; }
-};
-struct Xor {
-  bool operator()(bool a, bool b) const { return a != b; }
-};
-
 template <class F>
 void logical(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
@@ -55,9 +46,9 @@ void logical(KernelContext &ctx) {
       y.shape(), {&a.shape(), &b.shape()},
       [&](int64_t i, const std::array<int64_t, 2> &o) { py[i] = f(pa[o[0]], pb[o[1]]); });
 }
-LUMEN_REGISTER_KERNEL("reference", "logical_and", logical<And>, DType::Bool);
-LUMEN_REGISTER_KERNEL("reference", "logical_or", logical<Or>, DType::Bool);
-LUMEN_REGISTER_KERNEL("reference", "logical_xor", logical<Xor>, DType::Bool);
+LUMEN_REGISTER_KERNEL("reference", "logical_and", logical<logic::And>, DType::Bool);
+LUMEN_REGISTER_KERNEL("reference", "logical_or", logical<logic::Or>, DType::Bool);
+LUMEN_REGISTER_KERNEL("reference", "logical_xor", logical<logic::Xor>, DType::Bool);
 
 void logical_not(KernelContext &ctx) {
   const bool *x = ctx.input(0).data<bool>();
