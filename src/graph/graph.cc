@@ -437,6 +437,19 @@ void Graph::remove_node(Node *node) {
       std::find_if(nodes_.begin(), nodes_.end(), [&](const auto &n) { return n.get() == node; }));
 }
 
+namespace {
+
+// A node's attributes for another node: subgraphs are copied, not shared.
+Attributes deep_copy(const Attributes &attrs) {
+  Attributes copy = attrs;
+  for (const auto &[name, value] : attrs.items())
+    if (const auto *sub = std::get_if<std::shared_ptr<Graph>>(&value))
+      copy.set(name, std::make_shared<Graph>((*sub)->clone()));
+  return copy;
+}
+
+}  // namespace
+
 std::vector<Value *> Graph::inline_graph(const Graph &sub, const std::vector<Value *> &inputs,
                                          const std::string &prefix) {
   if (inputs.size() != sub.inputs_.size())
@@ -456,11 +469,7 @@ std::vector<Value *> Graph::inline_graph(const Graph &sub, const std::vector<Val
     for (const Value *in : n->inputs_) ins.push_back(mapped(in));
     std::vector<std::string> names;
     for (const Value *out : n->outputs_) names.push_back(unique_name(prefix + out->name_));
-    Attributes attrs = n->attrs_;
-    for (const auto &[name, value] : n->attrs_.items())
-      if (const auto *g = std::get_if<std::shared_ptr<Graph>>(&value))
-        attrs.set(name, std::make_shared<Graph>((*g)->clone()));
-    Node *copy = add_node(n->op_, ins, attrs, unique_name(prefix + n->name_), names);
+    Node *copy = add_node(n->op_, ins, deep_copy(n->attrs_), unique_name(prefix + n->name_), names);
     for (size_t i = 0; i < n->outputs_.size(); ++i) map[n->outputs_[i]] = copy->outputs_[i];
   }
   std::vector<Value *> outs;
@@ -488,10 +497,7 @@ Graph Graph::clone() const {
     auto nn = std::make_unique<Node>();
     nn->op_ = n->op_;
     nn->name_ = n->name_;
-    nn->attrs_ = n->attrs_;
-    for (const auto &[name, value] : n->attrs_.items())  // subgraphs are copied, not shared
-      if (const auto *sub = std::get_if<std::shared_ptr<Graph>>(&value))
-        nn->attrs_.set(name, std::make_shared<Graph>((*sub)->clone()));
+    nn->attrs_ = deep_copy(n->attrs_);
     for (const Value *in : n->inputs_) {
       Value *mapped = in ? map.at(in) : nullptr;
       nn->inputs_.push_back(mapped);

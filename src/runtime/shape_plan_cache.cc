@@ -38,11 +38,6 @@ std::shared_ptr<const Executable::Impl> ShapePlanCache::plan_for(
   return impl;
 }
 
-size_t ShapePlanCache::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return plans_.size();
-}
-
 std::unique_ptr<Executable::Impl> ShapePlanCache::specialize(
     const std::vector<Shape> &signature) const {
   Graph graph = graph_.clone();

@@ -30,8 +30,6 @@ class ShapePlanCache {
   // Thread-safe; the plan stays valid while the caller holds it.
   std::shared_ptr<const Executable::Impl> plan_for(const std::vector<Tensor> &inputs);
 
-  size_t size() const;
-
  private:
   struct Plan {
     std::vector<Shape> signature;
@@ -43,7 +41,7 @@ class ShapePlanCache {
   Runtime &runtime_;
   const CompileOptions options_;
   std::shared_ptr<PreparedCache> prepared_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::list<Plan> plans_;                    // most recently used first
   std::list<std::vector<Shape>> seen_once_;  // signatures met once, newest first (bounded)
 };
