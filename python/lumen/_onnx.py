@@ -44,9 +44,9 @@ class Model:
         backend ("cpu", "reference"); empty picks the preferred backend per node.
         ``dump_passes``: a folder that gets the graph after each pass that changed it ("-" for
         stderr; default $LUMEN_DUMP_GRAPH). A model with symbolic or unknown input dims compiles
-        once; each run then uses a plan made for its input shapes on first use (shapes resolved,
-        memory planned, as fast as a fixed-shape export), and the ``shape_cache_capacity`` most
-        recently used plans are kept."""
+        once; from the second run at a given set of input shapes on, it runs a plan made for them
+        (shapes resolved, memory planned, as fast as a fixed-shape export), and the
+        ``shape_cache_capacity`` most recently used plans are kept."""
         graph = self.graph.clone()
         report = graph.optimize(opt_level, dump_passes)
         if runtime is None:

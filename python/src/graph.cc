@@ -324,8 +324,8 @@ removed by optimize() must not be used afterwards.)doc")
           nb::arg("shape_cache_capacity") = 8, rv_policy::take_ownership,
           "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime). A "
           "graph with input dims known only at run time gets a plan per input-shape signature "
-          "on first use (optimized at `opt_level`, memory planned), keeping the "
-          "`shape_cache_capacity` most recently used.")
+          "when a signature comes a second time (optimized at `opt_level`, memory planned), "
+          "keeping the `shape_cache_capacity` most recently used.")
       .def("__str__", &Graph::to_string);
 
   nb::class_<PyExecutable>(m, "Executable", R"doc(
