@@ -23,7 +23,7 @@ ensure_system_packages() {
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v python3 >/dev/null || missing+=(python3)
   command -v protoc >/dev/null || missing+=(protobuf-compiler)
-  for pkg in libopenblas-dev libgtest-dev libprotobuf-dev; do
+  for pkg in libopenblas-dev libgtest-dev libprotobuf-dev libre2-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if command -v python3 >/dev/null; then

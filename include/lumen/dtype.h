@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace lumen {
@@ -35,6 +36,10 @@ enum class DType : uint8_t {
   Float8E8M0,
   UInt2,
   Int2,
+  // Elements that are C++ objects, not bytes: never in an arena, never copied with memcpy.
+  String,    // std::string (UTF-8)
+  Sequence,  // a scalar handle to an immutable list of tensors (ONNX seq(T)), see container.h
+  Optional,  // a scalar handle to zero or one tensor or sequence (ONNX optional(T))
 };
 
 size_t dtype_size(DType dtype);
@@ -45,6 +50,10 @@ bool is_floating(DType dtype);
 bool is_integral(DType dtype);
 // The narrow types added for ONNX (float8, float4, int4, int2 families).
 bool is_narrow(DType dtype);
+// String, Sequence and Optional: elements are objects (see above).
+bool holds_objects(DType dtype);
+// Sequence and Optional.
+bool is_container(DType dtype);
 
 // Half-precision types are stored, not computed with, on the host: 16-bit payloads.
 struct Float16 {
@@ -179,6 +188,10 @@ struct DTypeOf<Int2> {
 template <>
 struct DTypeOf<UInt2> {
   static constexpr DType value = DType::UInt2;
+};
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::String;
 };
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;

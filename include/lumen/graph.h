@@ -57,6 +57,9 @@ class Value {
  public:
   const std::string &name() const { return name_; }
   DType dtype() const { return dtype_; }
+  // A sequence or optional value (dtype Sequence/Optional, shape []): its items' type, see
+  // Container::element. Empty for tensors.
+  const std::vector<DType> &element_type() const { return element_; }
   // Meaningful only when has_shape(): inference cannot run past inputs with unknown dims until
   // run time. Dims may be kUnknownDim.
   const Shape &shape() const { return shape_; }
@@ -75,6 +78,7 @@ class Value {
   std::vector<std::string> dim_names_;
   std::string name_;
   DType dtype_ = DType::Float32;
+  std::vector<DType> element_;
   Shape shape_;
   bool has_shape_ = false;
   bool is_input_ = false;
@@ -119,6 +123,9 @@ class Graph {
   // An input whose rank is not known either (a subgraph's input taking an outer value whose shape
   // is known only at run time). Its users' shapes are inferred at run time.
   Value *add_input_of_unknown_shape(const std::string &name, DType dtype);
+  // A sequence or optional input: `kind` is DType::Sequence or DType::Optional, `element` the
+  // items' type (see Container::element), e.g. {DType::Float32}.
+  Value *add_container_input(const std::string &name, DType kind, std::vector<DType> element);
   // A trainable-style weight initialised with N(0, 1) values from a seed derived from `name`, so
   // the same graph always computes the same thing. Use add_constant for given values.
   Value *add_weight(const std::string &name, const Shape &shape, DType dtype = DType::Float32);

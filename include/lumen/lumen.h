@@ -61,6 +61,8 @@ struct ValueInfo {
   std::string name;
   DType dtype;
   Shape shape;  // dims may be kUnknownDim
+  // Sequence and Optional: the items' type (Container::element); empty for tensors.
+  std::vector<DType> element = {};
 };
 
 // Where and how one node runs.

@@ -85,6 +85,15 @@ class Model:
         return self._default.run(feeds)
 
 
+def _to_numpy(value):
+    """An output as NumPy: arrays for tensors, lists for sequences, None for empty optionals."""
+    if isinstance(value, list):
+        return [_to_numpy(v) for v in value]
+    if value is None or isinstance(value, _np.ndarray):
+        return value
+    return _np.asarray(value)
+
+
 class CompiledModel:
     """A compiled model. ``run(feeds)`` returns a list of NumPy arrays (views of Lumen's output
     memory, no copy); ``model(x)`` for a single input or ``model(**feeds)`` returns one array when
@@ -105,7 +114,7 @@ class CompiledModel:
                 for o in self.executable.outputs]
 
     def run(self, feeds):
-        return [_np.asarray(t) for t in self.executable.execute(dict(feeds))]
+        return [_to_numpy(t) for t in self.executable.execute(dict(feeds))]
 
     def summary(self):
         """A readable multi-line report: op counts before/after optimization, passes, fused
@@ -130,7 +139,7 @@ class CompiledModel:
         if args and feeds:
             raise TypeError("pass inputs either positionally or by name, not both")
         if args:
-            outs = [_np.asarray(t) for t in self.executable.execute(*args)]
+            outs = [_to_numpy(t) for t in self.executable.execute(*args)]
         else:
             outs = self.run(feeds)
         return outs[0] if len(outs) == 1 else outs

@@ -182,6 +182,7 @@ class InferenceSession:
         self._overridable = _node_args([v for v in proto.graph.input if v.name in initializers])
         self._meta = ModelMetadata(proto)
         self._output_index = {o.name: i for i, o in enumerate(self._outputs)}
+        self._input_types = {i.name: i.type for i in self._inputs}
 
     def get_inputs(self):
         return list(self._inputs)
@@ -217,7 +218,9 @@ class InferenceSession:
                                    f"{[o.name for o in self._outputs]}")
         feeds = {}
         for name, value in input_feed.items():
-            feeds[name] = value if isinstance(value, (_np.ndarray, _lumen.Tensor)) \
-                else _np.asarray(value)
+            # Sequences take lists and optionals None: only plain tensors go through asarray.
+            tensor_input = not self._input_types.get(name, "tensor").startswith(("seq", "opt"))
+            feeds[name] = _np.asarray(value) if tensor_input and not isinstance(
+                value, (_np.ndarray, _lumen.Tensor)) else value
         outputs = self._compiled.run(feeds)
         return [outputs[self._output_index[name]] for name in wanted]

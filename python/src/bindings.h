@@ -23,6 +23,13 @@ namespace nb = nanobind;
 // have no lumen dtype (strings, complex numbers, uint64, ...).
 Tensor to_tensor(nb::handle obj, bool readonly_ok = false);
 
+// A graph input's value: for a sequence a list (or tuple) of items, for an optional None (empty)
+// or its item, else an array-like (to_tensor). NumPy arrays of str convert to string tensors.
+Tensor to_value(nb::handle obj, const ValueInfo &info);
+// An executable's output: a sequence as a list, an optional as None or its item, a string tensor
+// as a NumPy array of str objects, any other tensor as a lumen.Tensor.
+nb::object from_value(const Tensor &t);
+
 // A dict of attribute values (None values skipped): int/bool -> int, float -> float, str -> string,
 // sequences of those -> lists, array-likes -> tensor. Raises TypeError naming the attribute.
 Attributes to_attributes(nb::handle attrs);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "bindings.h"
+#include "lumen/container.h"
 
 namespace lumen::python {
 namespace {
@@ -142,7 +143,8 @@ nb::object target_dtype(nb::handle dtype, bool from_python_scalars) {
   } else {
     throw nb::type_error(
         str("cannot convert an array of dtype ", nb::cast<std::string>(nb::str(dtype)),
-            " to a lumen.Tensor (supported: float16/32/64, int8/16/32/64, uint8/16/32/64, bool)")
+            " to a lumen.Tensor (supported: float16/32/64, int8/16/32/64, uint8/16/32/64, bool, "
+            "str)")
             .c_str());
   }
   return numpy().attr("dtype")(name);
@@ -172,7 +174,80 @@ std::optional<DType> ml_dtypes_dtype(nb::handle np_dtype) {
   return std::nullopt;
 }
 
+// A string tensor from an array of str (bytes are decoded as UTF-8; other objects must be str).
+Tensor strings_to_tensor(nb::handle array) {
+  const Shape shape = to_shape(array.attr("shape"));
+  Tensor t = Tensor::empty(shape, DType::String);
+  std::string *out = t.data<std::string>();
+  int64_t i = 0;
+  for (nb::handle item : array.attr("ravel")()) {
+    if (PyBytes_Check(item.ptr()))
+      out[i++] =
+          std::string(PyBytes_AsString(item.ptr()), static_cast<size_t>(PyBytes_Size(item.ptr())));
+    else if (PyUnicode_Check(item.ptr()))
+      out[i++] = nb::cast<std::string>(item);
+    else
+      throw nb::type_error(
+          str("cannot convert an array holding ",
+              nb::cast<std::string>(nb::str(nb::handle(Py_TYPE(item.ptr())).attr("__name__"))),
+              " objects to a lumen.Tensor (object arrays must hold str)")
+              .c_str());
+  }
+  return t;
+}
+
 }  // namespace
+
+namespace {
+
+Tensor container_value(nb::handle obj, DType dtype, const std::vector<DType> &element,
+                       const std::string &what) {
+  if (!is_container(dtype)) return to_tensor(obj);
+  const std::vector<DType> inner(element.begin() + 1, element.end());
+  if (dtype == DType::Optional)
+    return make_optional(
+        obj.is_none() ? Tensor() : container_value(obj, element.at(0), inner, what), element,
+        what.c_str());
+  if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr()))
+    throw nb::type_error(
+        str(what, ": a sequence input takes a list of arrays, got ",
+            nb::cast<std::string>(nb::str(nb::handle(Py_TYPE(obj.ptr())).attr("__name__"))))
+            .c_str());
+  std::vector<Tensor> items;
+  for (nb::handle item : obj) items.push_back(container_value(item, element.at(0), inner, what));
+  return make_sequence(std::move(items), element, what.c_str());
+}
+
+}  // namespace
+
+Tensor to_value(nb::handle obj, const ValueInfo &info) {
+  return container_value(obj, info.dtype, info.element, "input '" + info.name + "'");
+}
+
+nb::object from_value(const Tensor &t) {
+  if (t.dtype() == DType::Sequence) {
+    nb::list items;
+    for (const Tensor &item : container_of(t).items) items.append(from_value(item));
+    return items;
+  }
+  if (t.dtype() == DType::Optional) {
+    const Container &c = container_of(t);
+    return c.items.empty() ? nb::none() : from_value(c.items[0]);
+  }
+  if (t.dtype() == DType::String) {
+    const Tensor c = t.contiguous();
+    nb::list flat;
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      const std::string &s = c.data<std::string>()[i];
+      flat.append(nb::steal(
+          PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape")));
+    }
+    return numpy()
+        .attr("array")(flat, nb::arg("dtype") = "object")
+        .attr("reshape")(shape_to_tuple(t.shape()));
+  }
+  return nb::cast(t);
+}
 
 Tensor to_tensor(nb::handle obj, bool readonly_ok) {
   if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
@@ -197,6 +272,8 @@ Tensor to_tensor(nb::handle obj, bool readonly_ok) {
     Tensor words = *std::move(t);
     return Tensor::wrap(words.raw_data(), *ml, words.shape(), words.strides(), [words] {});
   }
+  const std::string kind = nb::cast<std::string>(array.attr("dtype").attr("kind"));
+  if (kind == "U" || kind == "S" || kind == "O") return strings_to_tensor(array);
   nb::object target = target_dtype(array.attr("dtype"), from_python);
   if (!array.attr("dtype").equal(target)) array = array.attr("astype")(target);
   if (!array.is(obj))

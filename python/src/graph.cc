@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "bindings.h"
+#include "lumen/container.h"
 
 namespace lumen::python {
 namespace {
@@ -27,26 +28,44 @@ struct PyExecutable {
   }
 
   // Read-only arrays are copied (to_tensor's default): an output may alias an input's memory.
-  std::vector<Tensor> execute(nb::args args) const { return run(args, nullptr); }
+  nb::list execute(nb::args args) const { return to_python(run(args, nullptr)); }
 
-  std::pair<std::vector<Tensor>, RunProfile> execute_profiled(nb::args args) const {
+  std::pair<nb::list, RunProfile> execute_profiled(nb::args args) const {
     RunProfile profile;
     std::vector<Tensor> outputs = run(args, &profile);
-    return {std::move(outputs), std::move(profile)};
+    return {to_python(outputs), std::move(profile)};
   }
 
  private:
+  static nb::list to_python(const std::vector<Tensor> &outputs) {
+    nb::list out;
+    for (const Tensor &t : outputs) out.append(from_value(t));
+    return out;
+  }
+
+  // Input `index`'s value: sequences and optionals come as lists and None.
+  Tensor input_value(size_t index, nb::handle value) const {
+    const std::vector<ValueInfo> &infos = exe->inputs();
+    if (index >= infos.size()) return to_tensor(value);  // execute() reports the count
+    return to_value(value, infos[index]);
+  }
+
   // Positional inputs, or one dict of name -> array.
   std::vector<Tensor> run(nb::args args, RunProfile *profile) const {
     if (args.size() == 1 && nb::isinstance<nb::dict>(args[0])) {
       std::map<std::string, Tensor> feeds;
-      for (auto [name, value] : nb::cast<nb::dict>(args[0]))
-        feeds.emplace(nb::cast<std::string>(name), to_tensor(value));
+      const std::vector<ValueInfo> &infos = exe->inputs();
+      for (auto [name, value] : nb::cast<nb::dict>(args[0])) {
+        const auto key = nb::cast<std::string>(name);
+        size_t index = 0;
+        while (index < infos.size() && infos[index].name != key) ++index;
+        feeds.emplace(key, input_value(index, value));
+      }
       nb::gil_scoped_release release;
       return exe->execute(feeds, profile);
     }
     std::vector<Tensor> inputs;
-    for (nb::handle value : args) inputs.push_back(to_tensor(value));
+    for (nb::handle value : args) inputs.push_back(input_value(inputs.size(), value));
     nb::gil_scoped_release release;
     return exe->execute(inputs, profile);
   }
@@ -183,6 +202,18 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("name", &ValueInfo::name)
       .def_prop_ro("dtype", [](const ValueInfo &v) { return std::string(dtype_name(v.dtype)); })
       .def_prop_ro("shape", [](const ValueInfo &v) { return shape_to_tuple(v.shape); })
+      .def_prop_ro(
+          "element",
+          [](const ValueInfo &v) {
+            std::vector<std::string> names;
+            for (DType d : v.element) names.emplace_back(dtype_name(d));
+            return names;
+          },
+          "A sequence's or optional's items' type, outermost first (['float32'], "
+          "['sequence', 'int64']); [] for tensors.")
+      .def_prop_ro(
+          "type", [](const ValueInfo &v) { return type_name(v.dtype, v.element); },
+          "'float32', 'seq(float32)', 'optional(seq(int64))'...")
       .def("__repr__",
            [](const ValueInfo &v) { return info_repr("TensorInfo", v.name, v.dtype, v.shape); });
 

@@ -10,7 +10,6 @@
 #include "compile/memory_planner.h"
 
 #include "core/thread_pool.h"
-#include "runtime/control_flow.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 #include "runtime/shape_plan_cache.h"
@@ -60,7 +59,7 @@ void place_concat_inputs(const ExecutionStep &step, const std::vector<ValueInfo>
   }
 }
 
-// Where a step's outputs live: its backend's memory; control flow's are host tensors.
+// Where a step's outputs live: its backend's memory; builtin steps' are host tensors.
 Allocator &allocator_of(const ExecutionStep &step) {
   return step.backend ? step.backend->allocator() : host_allocator();
 }
@@ -84,7 +83,9 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
     const ExecutionStep &step = impl.steps[s];
     for (int out : step.outputs) {
       const ValueInfo &info = impl.slot_info[out];
-      if (is_output[out] || impl.initial_slots[out].defined()) continue;
+      // Objects (strings, containers) are made per run, like graph outputs.
+      if (is_output[out] || impl.initial_slots[out].defined() || holds_objects(info.dtype))
+        continue;
       const std::string space = allocator_of(step).device().to_string();
       auto it = std::find(spaces.begin(), spaces.end(), space);
       if (it == spaces.end()) it = spaces.insert(spaces.end(), space);
@@ -166,7 +167,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
     auto [it, inserted] = slot_of.emplace(v, static_cast<int>(impl->slot_info.size()));
     if (inserted) {
       slot_static.push_back(v->has_shape() && v->shape().is_static());
-      impl->slot_info.push_back({v->name(), v->dtype(), v->has_shape() ? v->shape() : Shape{}});
+      impl->slot_info.push_back(
+          {v->name(), v->dtype(), v->has_shape() ? v->shape() : Shape{}, v->element_type()});
       impl->initial_slots.push_back(v->is_constant() ? v->constant() : Tensor());
     }
     return it->second;
@@ -174,7 +176,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
 
   for (const Value *in : graph.inputs()) {
     impl->input_slots.push_back(slot(in));
-    impl->inputs.push_back({in->name(), in->dtype(), in->shape()});
+    impl->inputs.push_back({in->name(), in->dtype(), in->shape(), in->element_type()});
     impl->input_rank_known.push_back(in->has_shape());
   }
   const std::vector<Node *> order = graph.topological_order();
@@ -190,19 +192,18 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       const Value *in = n->inputs()[i];
       step.inputs.push_back(in ? slot(in) : -1);
-      if (in) storage[i] = {in->dtype(), in->shape()};
+      if (in) storage[i] = {in->dtype(), in->shape(), in->element_type()};
       types.push_back(in ? &storage[i] : nullptr);
     }
     for (const Value *out : n->outputs()) step.outputs.push_back(slot(out));
     const DType dtype = kernel_dtype(types);
-    if (n->attrs().has_graphs()) {
-      // Control flow: the executor runs the step's subgraphs, each compiled here.
-      step.control_flow = find_control_flow(n->op());
-      if (!step.control_flow)
-        fail("op '", n->op(), "' (node '", n->name(), "') has subgraphs but is not control flow");
+    if ((step.builtin = find_builtin_step(n->op()))) {
+      // The executor runs it (with its subgraphs, each compiled here).
       for (const auto &[name, value] : n->attrs().items())
         if (const auto *g = std::get_if<std::shared_ptr<Graph>>(&value))
           step.subgraphs[name] = compile_graph(**g, runtime, options, prepared);
+    } else if (n->attrs().has_graphs()) {
+      fail("op '", n->op(), "' (node '", n->name(), "') has subgraphs but is not control flow");
     } else {
       step.backend = &select_backend(n->op(), dtype, runtime.options().backend, n->name());
       step.kernel = step.backend->find_kernel(n->op(), dtype);
@@ -215,8 +216,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
       }
       step.prepared = prepared->get(prepare, pctx, step.backend->name(), dtype);
     }
-    StepInfo info{n->name(), n->op(),
-                  step.backend ? std::string(step.backend->name()) : "control flow",
+    StepInfo info{n->name(), n->op(), step.backend ? std::string(step.backend->name()) : "executor",
                   std::string(dtype_name(dtype)), n->attrs().to_string()};
     for (const Value *in : n->inputs())
       info.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
@@ -231,7 +231,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   last_use.resize(impl->slot_info.size(), -1);
   for (const Value *out : graph.outputs()) {
     impl->output_slots.push_back(slot(out));
-    impl->outputs.push_back({out->name(), out->dtype(), out->has_shape() ? out->shape() : Shape{}});
+    impl->outputs.push_back({out->name(), out->dtype(), out->has_shape() ? out->shape() : Shape{},
+                             out->element_type()});
   }
   last_use.resize(impl->slot_info.size(), -1);
   // Graph outputs, inputs and constants are never released early.

@@ -14,7 +14,7 @@ struct DTypeInfo {
   bool floating;
 };
 
-constexpr std::array<DTypeInfo, 23> kDTypes{{
+constexpr std::array<DTypeInfo, 26> kDTypes{{
     {DType::Float32, "float32", 4, true},
     {DType::Float16, "float16", 2, true},
     {DType::BFloat16, "bfloat16", 2, true},
@@ -38,6 +38,10 @@ constexpr std::array<DTypeInfo, 23> kDTypes{{
     {DType::Float8E8M0, "float8_e8m0fnu", 1, true},
     {DType::UInt2, "uint2", 1, false},
     {DType::Int2, "int2", 1, false},
+    {DType::String, "string", sizeof(std::string), false},
+    // A container's one element is its handle (a Container behind the buffer), never copied.
+    {DType::Sequence, "sequence", 0, false},
+    {DType::Optional, "optional", 0, false},
 }};
 
 const DTypeInfo &info(DType dtype) {
@@ -58,12 +62,18 @@ bool is_floating(DType dtype) {
   return info(dtype).floating;
 }
 bool is_integral(DType dtype) {
-  return !is_floating(dtype) && dtype != DType::Bool;
+  return !is_floating(dtype) && dtype != DType::Bool && !holds_objects(dtype);
+}
+bool holds_objects(DType dtype) {
+  return dtype == DType::String || is_container(dtype);
+}
+bool is_container(DType dtype) {
+  return dtype == DType::Sequence || dtype == DType::Optional;
 }
 
 bool is_narrow(DType dtype) {
   return static_cast<size_t>(dtype) >= static_cast<size_t>(DType::Float8E4M3FN) &&
-         static_cast<size_t>(dtype) < kDTypes.size();
+         static_cast<size_t>(dtype) <= static_cast<size_t>(DType::Int2);
 }
 
 DType dtype_from_name(std::string_view name) {
@@ -73,7 +83,7 @@ DType dtype_from_name(std::string_view name) {
       "unknown dtype '", name,
       "' (expected one of float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, "
       "uint16, uint32, uint64, bool, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
-      "uint4, int4, float4_e2m1fn, float8_e8m0fnu, uint2, int2)");
+      "uint4, int4, float4_e2m1fn, float8_e8m0fnu, uint2, int2, string)");
 }
 
 }  // namespace lumen

@@ -1,5 +1,7 @@
 #include "lumen/tensor.h"
 
+#include "lumen/container.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -8,6 +10,13 @@ namespace lumen {
 
 Tensor Tensor::empty(const Shape &shape, DType dtype, Allocator *allocator) {
   const int64_t n = shape.numel();
+  if (is_container(dtype))
+    fail("Tensor::empty: a ", dtype_name(dtype), " is made with make_sequence/make_optional");
+  if (dtype == DType::String) {  // constructed strings (empty), destroyed with the last view
+    checked_mul(n, static_cast<int64_t>(sizeof(std::string)), "tensor bytes");
+    auto strings = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
+    return wrap(strings->data(), dtype, shape, {}, [strings] {});
+  }
   const int64_t bytes = checked_mul(n, static_cast<int64_t>(dtype_size(dtype)), "tensor bytes");
   Tensor t;
   t.buffer_ = (allocator ? *allocator : host_allocator()).allocate(static_cast<size_t>(bytes));
@@ -19,7 +28,7 @@ Tensor Tensor::empty(const Shape &shape, DType dtype, Allocator *allocator) {
 
 Tensor Tensor::zeros(const Shape &shape, DType dtype) {
   Tensor t = empty(shape, dtype);
-  std::memset(t.raw_data(), 0, t.nbytes());
+  if (dtype != DType::String) std::memset(t.raw_data(), 0, t.nbytes());  // strings start empty
   return t;
 }
 
@@ -89,6 +98,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  if (is_container(dtype_)) return *this;  // immutable: sharing is copying
   Tensor out = empty(shape_, dtype_);
   out.copy_from(*this);
   return out;
@@ -109,11 +119,24 @@ void Tensor::copy_from(const Tensor &src) {
     fail("copy_from: source ", src.to_string(), " does not match destination ", to_string());
   if (!device().is_host() || !src.device().is_host())
     fail("copy_from: only host tensors; use the backend's copy for device memory");
+  if (is_container(dtype_)) fail("copy_from: a ", dtype_name(dtype_), " cannot be written");
   const size_t elem = dtype_size(dtype_);
   const int64_t n = numel();
   if (n == 0) return;
   auto *dst_base = static_cast<char *>(raw_data());
   const auto *src_base = static_cast<const char *>(src.raw_data());
+  // Strings are objects: assigned one by one, never moved as bytes.
+  auto copy_element = [&](int64_t dst_off, int64_t src_off) {
+    if (dtype_ == DType::String)
+      reinterpret_cast<std::string *>(dst_base)[dst_off] =
+          reinterpret_cast<const std::string *>(src_base)[src_off];
+    else
+      std::memcpy(dst_base + dst_off * elem, src_base + src_off * elem, elem);
+  };
+  if (dtype_ == DType::String && is_contiguous() && src.is_contiguous()) {
+    for (int64_t i = 0; i < n; ++i) copy_element(i, i);
+    return;
+  }
   if (is_contiguous() && src.is_contiguous()) {
     std::memmove(dst_base, src_base, nbytes());
     return;
@@ -131,8 +154,7 @@ void Tensor::copy_from(const Tensor &src) {
       src_off += index[d] * src.strides_[d];
     }
     for (int64_t i = 0; i < inner; ++i)
-      std::memcpy(dst_base + (dst_off + i * dst_inner_stride) * elem,
-                  src_base + (src_off + i * src_inner_stride) * elem, elem);
+      copy_element(dst_off + i * dst_inner_stride, src_off + i * src_inner_stride);
     for (size_t d = index.size(); d-- > 0;) {
       if (++index[d] < shape_[d]) break;
       index[d] = 0;

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "graph/op_schema.h"
+#include "lumen/container.h"
 
 namespace lumen {
 
@@ -57,6 +58,15 @@ Value *Graph::add_input_of_unknown_shape(const std::string &name, DType dtype) {
   v->dtype_ = dtype;
   v->is_input_ = true;
   inputs_.push_back(v);
+  return v;
+}
+
+Value *Graph::add_container_input(const std::string &name, DType kind, std::vector<DType> element) {
+  if (!is_container(kind)) fail("input '", name, "': a container input is a Sequence or Optional");
+  if (element.empty() || is_container(element.back()))
+    fail("input '", name, "': the element type must end in a tensor dtype");
+  Value *v = add_input(name, Shape{}, kind);
+  v->element_ = std::move(element);
   return v;
 }
 
@@ -140,9 +150,10 @@ Shape placeholder(const Shape &shape) {
 }
 
 // Inference for a node whose inputs are given as values: types, shapes and constant values.
-// Returns nullopt when shapes must wait for run time (unknown input dims or values).
+// Returns nullopt when shapes must wait for run time (unknown input dims or values); `deferred`
+// then gets the output dtypes (and container element types).
 std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t num_outputs,
-                                                        std::vector<DType> *deferred_dtypes) {
+                                                        std::vector<TensorType> *deferred) {
   const OpSchema &schema = get_op(node->op());
   std::vector<TensorType> types(node->inputs().size());
   InferContext ctx{.attrs = node->attrs(), .op = node->op(), .node = node->name()};
@@ -152,15 +163,15 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
     ctx.inputs.push_back(in ? &types[i] : nullptr);
     ctx.values.push_back(in && in->is_constant() ? &in->constant() : nullptr);
     if (!in) continue;
-    types[i] = {in->dtype(), in->shape()};
+    types[i] = {in->dtype(), in->shape(), in->element_type()};
     all_known = all_known && in->has_shape() && in->shape().is_static();
   }
   check_arity(schema, ctx);
   if (all_known) {
     try {
       return infer_types(schema, ctx);
-    } catch (const DeferredInference &deferred) {
-      *deferred_dtypes = deferred.dtypes;
+    } catch (const DeferredInference &d) {
+      *deferred = d.types;
       return std::nullopt;
     }
   }
@@ -178,38 +189,36 @@ std::optional<std::vector<TensorType>> infer_node_types(const Node *node, size_t
                              : Shape(std::vector<int64_t>(rank, 1));
     }
     try {
-      for (const TensorType &t : infer_types(schema, ctx)) deferred_dtypes->push_back(t.dtype);
+      *deferred = infer_types(schema, ctx);
       return std::nullopt;
-    } catch (const DeferredInference &deferred) {
-      *deferred_dtypes = deferred.dtypes;
+    } catch (const DeferredInference &d) {
+      *deferred = d.types;
       return std::nullopt;
     } catch (const Error &) {
-      deferred_dtypes->clear();
+      deferred->clear();
     }
   }
   const DType dtype = ctx.inputs.empty() || !ctx.inputs[0] ? DType::Float32 : ctx.inputs[0]->dtype;
-  deferred_dtypes->assign(num_outputs, dtype);
+  deferred->assign(num_outputs, TensorType{dtype, Shape{}});
   return std::nullopt;
 }
 
 }  // namespace
 
 void Graph::infer_node(Node *node) {
-  std::vector<DType> deferred;
+  std::vector<TensorType> deferred;
   auto types = infer_node_types(node, node->outputs_.size(), &deferred);
   if (types && !node->outputs_.empty() && types->size() != node->outputs_.size())
     fail("op '", node->op_, "' (node '", node->name_, "'): inference gives ", types->size(),
          " outputs, the node has ", node->outputs_.size());
   for (size_t i = 0; i < node->outputs_.size(); ++i) {
     Value *out = node->outputs_[i];
-    out->has_shape_ = types.has_value();
-    if (types) {
-      out->dtype_ = (*types)[i].dtype;
-      out->shape_ = (*types)[i].shape;
-    } else {
-      out->dtype_ = i < deferred.size() ? deferred[i] : DType::Float32;
-      out->shape_ = Shape{};
-    }
+    const TensorType t = types ? (*types)[i] : i < deferred.size() ? deferred[i] : TensorType{};
+    out->dtype_ = t.dtype;
+    out->element_ = t.element;
+    // A container is a scalar handle: its shape is known even when its items' are not.
+    out->has_shape_ = types.has_value() || is_container(t.dtype);
+    out->shape_ = types ? t.shape : Shape{};
   }
 }
 
@@ -318,16 +327,17 @@ void Graph::verify() const {
   topological_order();  // throws on cycles
   // Stored types must agree with what inference gives now.
   for (const auto &n : nodes_) {
-    std::vector<DType> deferred;
+    std::vector<TensorType> deferred;
     const auto inferred = infer_node_types(n.get(), n->outputs_.size(), &deferred);
     if (!inferred) continue;
     for (size_t i = 0; i < inferred->size(); ++i) {
       const Value *out = n->outputs_[i];
       const TensorType &t = (*inferred)[i];
-      if (out->has_shape_ && (t.dtype != out->dtype_ || t.shape != out->shape_))
+      if (out->has_shape_ &&
+          (t.dtype != out->dtype_ || t.shape != out->shape_ || t.element != out->element_))
         fail("verify: node '", n->name_, "' (op '", n->op_, "') output '", out->name_, "' is ",
-             dtype_name(out->dtype_), " ", out->shape_.to_string(), " but inference gives ",
-             dtype_name(t.dtype), " ", t.shape.to_string());
+             type_name(out->dtype_, out->element_), " ", out->shape_.to_string(),
+             " but inference gives ", type_name(t.dtype, t.element), " ", t.shape.to_string());
     }
   }
 }
@@ -335,7 +345,7 @@ void Graph::verify() const {
 namespace {
 std::string describe(const Value *v) {
   if (!v) return "<none>";
-  std::string s = "%" + v->name() + ":" + std::string(dtype_name(v->dtype()));
+  std::string s = "%" + v->name() + ":" + type_name(v->dtype(), v->element_type());
   s += v->has_shape() ? v->shape().to_string() : "[?]";
   return s;
 }

@@ -1,5 +1,7 @@
 #include "graph/op_schema.h"
 
+#include "lumen/container.h"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -80,6 +82,11 @@ void check_arity(const OpSchema &schema, const InferContext &ctx) {
 
 std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx) {
   check_arity(schema, ctx);
+  if (!schema.takes_containers)
+    for (size_t i = 0; i < ctx.inputs.size(); ++i)
+      if (ctx.inputs[i] && is_container(ctx.inputs[i]->dtype))
+        ctx.fail("input ", i, " is a ", type_name(ctx.inputs[i]->dtype, ctx.inputs[i]->element),
+                 "; this op takes tensors");
   std::vector<TensorType> out = schema.infer(ctx);
   if (schema.num_outputs != kVariadicOutputs && static_cast<int>(out.size()) != schema.num_outputs)
     ctx.fail("inference produced ", out.size(), " outputs, schema says ", schema.num_outputs);

@@ -16,13 +16,15 @@ namespace lumen {
 struct TensorType {
   DType dtype = DType::Float32;
   Shape shape;
+  // Sequence and Optional: the items' type (see Container::element); empty for tensors.
+  std::vector<DType> element = {};
   bool operator==(const TensorType &) const = default;
 };
 
 // Thrown by inference when an output's shape depends on input values not known yet (a shape
 // computed at run time): the graph then leaves the output shapes to run time.
 struct DeferredInference {
-  std::vector<DType> dtypes;  // one per output
+  std::vector<TensorType> types;  // one per output: dtypes (and container element types) only
 };
 
 // What an inference function sees. Omitted optional inputs are nullptr.
@@ -45,8 +47,14 @@ struct InferContext {
   // Input i's values as int64 (int32/int64 tensors); nullopt when not known yet.
   std::optional<std::vector<int64_t>> int_values(size_t i) const;
   // For ops whose output shapes depend on input values that are not known yet.
-  [[noreturn]] void defer(std::vector<DType> output_dtypes) const {
-    throw DeferredInference{std::move(output_dtypes)};
+  [[noreturn]] void defer(const std::vector<DType> &output_dtypes) const {
+    std::vector<TensorType> types;
+    for (DType d : output_dtypes) types.push_back({d, Shape{}});
+    throw DeferredInference{std::move(types)};
+  }
+  // The same where outputs may be containers (their element types are kept); shapes ignored.
+  [[noreturn]] void defer(std::vector<TensorType> output_types) const {
+    throw DeferredInference{std::move(output_types)};
   }
   // Throws lumen::Error prefixed with "op 'OP' (node 'NODE'): ".
   template <class... Args>
@@ -70,6 +78,9 @@ struct OpSchema {
   // Output 0 is input 0's bytes under another shape (reshape, flatten, squeeze, unsqueeze): a
   // planned executable makes it a view of the input's memory and skips the kernel.
   bool view = false;
+  // Inputs may be sequences or optionals (control flow, sequence and optional ops); other ops
+  // reject them with an error naming the input.
+  bool takes_containers = false;
 };
 
 void register_op(OpSchema schema);
@@ -79,7 +90,7 @@ std::vector<std::string> registered_ops();
 
 // Checks the number of inputs and that required ones are present.
 void check_arity(const OpSchema &schema, const InferContext &ctx);
-// Checks arity and runs inference; every error names the op and node.
+// Checks arity and container inputs, and runs inference; every error names the op and node.
 std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &ctx);
 
 // Shape helpers shared by inference functions.

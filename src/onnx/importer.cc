@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "lumen/container.h"
 #include "lumen/onnx.h"
 #include "onnx/converter.h"
 #include "onnx/tensor_proto.h"
@@ -69,6 +70,43 @@ Shape shape_from_type(const onnx::TypeProto &type) {
   }
   return Shape(std::move(dims));
 }
+
+// The items' type of a sequence's or optional's element type, outermost first.
+std::vector<DType> item_type_from_proto(const onnx::TypeProto &type, const std::string &what) {
+  const SubgraphInputType t = type_from_proto(type, what);
+  return item_type(t.dtype, t.element);
+}
+
+}  // namespace
+
+SubgraphInputType onnx_import::type_from_proto(const onnx::TypeProto &type,
+                                               const std::string &what) {
+  switch (type.value_case()) {
+    case onnx::TypeProto::kTensorType:
+      return {dtype_from_onnx(type.tensor_type().elem_type(), what), shape_from_type(type)};
+    case onnx::TypeProto::kSequenceType:
+      return {DType::Sequence, Shape{},
+              item_type_from_proto(type.sequence_type().elem_type(), what)};
+    case onnx::TypeProto::kOptionalType:
+      return {DType::Optional, Shape{},
+              item_type_from_proto(type.optional_type().elem_type(), what)};
+    default:
+      fail(what,
+           ": only tensor, sequence and optional types are supported (not maps or sparse "
+           "tensors)");
+  }
+}
+
+std::string onnx_import::element_attribute(const std::vector<DType> &element) {
+  std::string names;
+  for (DType d : element) {
+    if (!names.empty()) names += ',';
+    names += dtype_name(d);
+  }
+  return names;
+}
+
+namespace {
 
 std::string display_name(const onnx::NodeProto &node, int index, const std::string &prefix) {
   if (!node.name().empty()) return node.name();
@@ -189,17 +227,18 @@ class GraphImporter final : public SubgraphImporter {
       fail("the subgraph has ", body.input_size(), " inputs, expected ", formal.size());
     auto sub = std::make_shared<Graph>();
     GraphImporter inner(opsets_, base_dir_, *sub, current_node_ + "/");
-    auto add_input = [&](const std::string &name, DType dtype, const std::optional<Shape> &shape) {
-      Value *v = shape ? sub->add_input(name, *shape, dtype)
-                       : sub->add_input_of_unknown_shape(name, dtype);
+    auto add_input = [&](const std::string &name, const SubgraphInputType &type) {
+      Value *v = is_container(type.dtype) ? sub->add_container_input(name, type.dtype, type.element)
+                 : type.shape             ? sub->add_input(name, *type.shape, type.dtype)
+                                          : sub->add_input_of_unknown_shape(name, type.dtype);
       inner.define(name, v, "subgraph input");
     };
-    for (int i = 0; i < body.input_size(); ++i)
-      add_input(body.input(i).name(), formal[i].dtype, formal[i].shape);
+    for (int i = 0; i < body.input_size(); ++i) add_input(body.input(i).name(), formal[i]);
     for (const std::string &name : captures) {
       const Value *outer = lookup(name);
-      add_input(name, outer->dtype(),
-                outer->has_shape() ? std::optional<Shape>(outer->shape()) : std::nullopt);
+      add_input(name, {outer->dtype(),
+                       outer->has_shape() ? std::optional<Shape>(outer->shape()) : std::nullopt,
+                       outer->element_type()});
     }
     inner.add_initializers(body);
     inner.convert_nodes(body);
@@ -286,13 +325,10 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
   importer.add_initializers(g);
   for (const auto &in : g.input()) {
     if (importer.defines(in.name())) continue;  // IR < 4 lists initializers as inputs too
-    const std::string what = "graph input '" + in.name() + "'";
-    if (!in.type().has_tensor_type())
-      fail(what,
-           ": only tensor inputs are supported (sequence, map and optional inputs are not "
-           "supported)");
-    const DType dtype = dtype_from_onnx(in.type().tensor_type().elem_type(), what);
-    Value *v = graph.add_input(in.name(), shape_from_type(in.type()), dtype);
+    const SubgraphInputType type = type_from_proto(in.type(), "graph input '" + in.name() + "'");
+    Value *v = is_container(type.dtype)
+                   ? graph.add_container_input(in.name(), type.dtype, type.element)
+                   : graph.add_input(in.name(), *type.shape, type.dtype);
     graph.set_dim_names(v, dim_names_from_type(in.type()));
     importer.define(in.name(), v, "input");
   }

@@ -61,6 +61,8 @@ DType dtype_from_onnx(int onnx_type, const std::string &what) {
       return DType::UInt2;
     case onnx::TensorProto::INT2:
       return DType::Int2;
+    case onnx::TensorProto::STRING:
+      return DType::String;
     default:
       break;
   }
@@ -174,6 +176,13 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
     if (d < 0) fail(what, ": negative dimension ", d, " in ", Shape(dims).to_string());
   const Shape shape(dims);
   const int64_t numel = shape.numel();  // checked
+  if (dtype == DType::String) {         // string_data holds the elements (external data cannot)
+    if (proto.string_data_size() != numel)
+      fail(what, ": ", proto.string_data_size(), " strings for shape ", shape.to_string());
+    Tensor t = Tensor::empty(shape, dtype);
+    std::copy(proto.string_data().begin(), proto.string_data().end(), t.data<std::string>());
+    return t;
+  }
   Tensor t = Tensor::empty(shape, dtype);
   const size_t nbytes = t.nbytes();
   char *dst = static_cast<char *>(t.raw_data());

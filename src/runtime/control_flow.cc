@@ -1,27 +1,12 @@
-#include "runtime/control_flow.h"
-
+// The executor's control-flow steps (if, loop, scan): each runs the compiled plans of its step's
+// subgraphs on the step's inputs and returns the step's outputs.
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
+
+#include "runtime/executable_impl.h"
+#include "runtime/tensor_pieces.h"
 
 namespace lumen {
-namespace {
-
-// A Loop whose condition never turns false and that has no trip count would run forever: past
-// this many iterations it fails instead (LUMEN_MAX_LOOP_ITERATIONS overrides it).
-int64_t max_loop_iterations() {
-  static const int64_t limit = [] {
-    const char *env = std::getenv("LUMEN_MAX_LOOP_ITERATIONS");
-    const long long value = env ? std::atoll(env) : 0;
-    return value > 0 ? static_cast<int64_t>(value) : int64_t{10'000'000};
-  }();
-  return limit;
-}
-
-template <class... Args>
-[[noreturn]] void step_fail(const ExecutionStep &step, const Args &...args) {
-  fail("op '", step.schema->name, "' (node '", step.node, "'): ", args...);
-}
 
 const Executable::Impl &subgraph(const ExecutionStep &step, const char *name) {
   auto it = step.subgraphs.find(name);
@@ -53,6 +38,19 @@ std::vector<Tensor> run_subgraph(const ExecutionStep &step, const Executable::Im
   return plan.run(inputs, untimed);
 }
 
+namespace {
+
+// A Loop whose condition never turns false and that has no trip count would run forever: past
+// this many iterations it fails instead (LUMEN_MAX_LOOP_ITERATIONS overrides it).
+int64_t max_loop_iterations() {
+  static const int64_t limit = [] {
+    const char *env = std::getenv("LUMEN_MAX_LOOP_ITERATIONS");
+    const long long value = env ? std::atoll(env) : 0;
+    return value > 0 ? static_cast<int64_t>(value) : int64_t{10'000'000};
+  }();
+  return limit;
+}
+
 bool scalar_bool(const ExecutionStep &step, const Tensor &t, const char *what) {
   if (t.dtype() != DType::Bool || t.numel() != 1)
     step_fail(step, what, " must be one bool, got ", dtype_name(t.dtype()), " ",
@@ -62,18 +60,7 @@ bool scalar_bool(const ExecutionStep &step, const Tensor &t, const char *what) {
 
 // Element index `index` along `axis` of x: a copy with that axis removed.
 Tensor take_slice(const Tensor &x, size_t axis, int64_t index) {
-  const Tensor c = x.contiguous();
-  std::vector<int64_t> dims = c.shape().dims();
-  const int64_t length = dims[axis];
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(c.dtype()));
-  for (size_t d = 0; d < dims.size(); ++d) (d < axis ? outer : inner) *= d == axis ? 1 : dims[d];
-  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
-  Tensor out = Tensor::empty(Shape(dims), c.dtype());
-  const auto *src = static_cast<const char *>(c.raw_data());
-  auto *dst = static_cast<char *>(out.raw_data());
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(dst + o * inner, src + (o * length + index) * inner, static_cast<size_t>(inner));
-  return out;
+  return squeeze_at(slice_along(x, axis, index, 1), axis);
 }
 
 // The slices stacked along a new `axis` (negative counts from the end of the result); with no
@@ -81,29 +68,18 @@ Tensor take_slice(const Tensor &x, size_t axis, int64_t index) {
 Tensor stack(const ExecutionStep &step, const std::vector<Tensor> &slices, int64_t axis,
              DType dtype) {
   if (slices.empty()) return Tensor::empty(Shape{0}, dtype);
-  const Shape &elem = slices[0].shape();
-  const auto rank = static_cast<int64_t>(elem.rank()) + 1;
+  const auto rank = static_cast<int64_t>(slices[0].rank()) + 1;
   if (axis < -rank || axis >= rank) step_fail(step, "output axis ", axis, " out of range");
   if (axis < 0) axis += rank;
-  std::vector<int64_t> dims = elem.dims();
-  const auto length = static_cast<int64_t>(slices.size());
-  dims.insert(dims.begin() + axis, length);
-  Tensor out = Tensor::empty(Shape(dims), slices[0].dtype());
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(out.dtype()));
-  for (int64_t d = 0; d < static_cast<int64_t>(elem.rank()); ++d)
-    (d < axis ? outer : inner) *= elem[static_cast<size_t>(d)];
-  auto *dst = static_cast<char *>(out.raw_data());
-  for (int64_t t = 0; t < length; ++t) {
-    const Tensor &s = slices[static_cast<size_t>(t)];
-    if (s.shape() != elem || s.dtype() != out.dtype())
-      step_fail(step, "scan output slices differ: ", elem.to_string(), " and ",
+  std::vector<Tensor> parts;
+  for (const Tensor &s : slices) {
+    if (s.shape() != slices[0].shape())
+      step_fail(step, "scan output slices differ: ", slices[0].shape().to_string(), " and ",
                 s.shape().to_string());
-    const Tensor c = s.contiguous();
-    const auto *src = static_cast<const char *>(c.raw_data());
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + (o * length + t) * inner, src + o * inner, static_cast<size_t>(inner));
+    parts.push_back(unsqueeze_at(s, static_cast<size_t>(axis)));
   }
-  return out;
+  return concat_along(parts, static_cast<size_t>(axis),
+                      "op '" + step.schema->name + "' (node '" + step.node + "')");
 }
 
 std::vector<Tensor> run_if(const ExecutionStep &step, const std::vector<Tensor> &inputs) {
@@ -194,13 +170,12 @@ std::vector<Tensor> run_scan(const ExecutionStep &step, const std::vector<Tensor
   return results;
 }
 
+[[maybe_unused]] const bool registered = [] {
+  register_builtin_step("if", run_if);
+  register_builtin_step("loop", run_loop);
+  register_builtin_step("scan", run_scan);
+  return true;
+}();
+
 }  // namespace
-
-ControlFlowFn find_control_flow(std::string_view op) {
-  if (op == "if") return run_if;
-  if (op == "loop") return run_loop;
-  if (op == "scan") return run_scan;
-  return nullptr;
-}
-
 }  // namespace lumen

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/thread_pool.h"
+#include "lumen/container.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 #include "runtime/shape_plan_cache.h"
@@ -29,6 +30,14 @@ namespace {
 
 void check_input(const ValueInfo &expected, const Tensor &actual) {
   if (!actual.defined()) fail("input '", expected.name, "' is an undefined tensor");
+  if (is_container(expected.dtype) || is_container(actual.dtype())) {
+    const std::vector<DType> got = item_type(actual);
+    if (got[0] != expected.dtype ||
+        !std::equal(got.begin() + 1, got.end(), expected.element.begin(), expected.element.end()))
+      fail("input '", expected.name, "': expected ", type_name(expected.dtype, expected.element),
+           ", got ", type_name(got[0], {got.begin() + 1, got.end()}));
+    return;
+  }
   bool shape_ok = actual.rank() == expected.shape.rank();
   for (size_t i = 0; shape_ok && i < expected.shape.rank(); ++i)
     shape_ok = expected.shape[i] == kUnknownDim || expected.shape[i] == actual.shape()[i];
@@ -92,22 +101,22 @@ std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
 }
 
 void Executable::Impl::release_state(std::unique_ptr<RunState> state) const {
-  // Drop the caller's tensors so the pool does not keep them alive.
-  for (int s : input_slots) state->slots[s] = initial_slots[s];
-  for (int s : output_slots)
+  // Drop what lives outside the arena (the caller's inputs, outputs, strings and containers) so
+  // the pool does not keep it alive.
+  for (size_t s = 0; s < slot_offset.size(); ++s)
     if (slot_offset[s] < 0) state->slots[s] = initial_slots[s];
   state->contiguous_inputs.clear();
   std::lock_guard<std::mutex> lock(states_mutex);
   free_states.push_back(std::move(state));
 }
 
-// A control-flow step of a planned run: its subgraphs' results land in the planned slots (graph
-// outputs take them as they are; intermediates are copied into their place in the arena).
-void Executable::Impl::run_planned_control_flow(const ExecutionStep &step,
-                                                std::vector<Tensor> &slots) const {
+// A builtin step of a planned run: its results land in the planned slots (values outside the
+// arena take them as they are; intermediates are copied into their place in the arena).
+void Executable::Impl::run_planned_builtin(const ExecutionStep &step,
+                                           std::vector<Tensor> &slots) const {
   std::vector<Tensor> ins;
   for (int s : step.inputs) ins.push_back(s >= 0 ? slots[s] : Tensor());
-  std::vector<Tensor> outs = step.control_flow(step, ins);
+  std::vector<Tensor> outs = step.builtin(step, ins);
   for (size_t o = 0; o < step.outputs.size(); ++o) {
     const int s = step.outputs[o];
     const TensorType &want = step.output_types[o];
@@ -149,8 +158,8 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     const ExecutionStep &step = steps[i];
     if (step.skip) continue;
     timer.begin();
-    if (step.control_flow) {
-      run_planned_control_flow(step, slots);
+    if (step.builtin) {
+      run_planned_builtin(step, slots);
       timer.end(i);
       continue;
     }
@@ -207,8 +216,8 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       ctx.values.push_back(&step_inputs[i]);
     }
     std::vector<Tensor> outs;
-    if (step.control_flow) {
-      outs = step.control_flow(step, step_inputs);
+    if (step.builtin) {
+      outs = step.builtin(step, step_inputs);
     } else {
       const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
       outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types, step.attrs, *pool,

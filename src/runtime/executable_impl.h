@@ -18,15 +18,19 @@ namespace lumen {
 class ShapePlanCache;
 struct ExecutionStep;
 
-// Runs a control-flow step (if, loop, scan) on its inputs by running its subgraphs' plans.
-using ControlFlowFn = std::vector<Tensor> (*)(const ExecutionStep &step,
+// Runs a step the executor does itself, without a backend kernel: control flow (if, loop, scan:
+// by running its subgraphs' plans) and sequence/optional ops (containers of host objects).
+using BuiltinStepFn = std::vector<Tensor> (*)(const ExecutionStep &step,
                                               const std::vector<Tensor> &inputs);
+// Builtin steps register from their own file; nullptr when `op` is not one.
+void register_builtin_step(std::string_view op, BuiltinStepFn fn);
+BuiltinStepFn find_builtin_step(std::string_view op);
 
 struct ExecutionStep {
   const OpSchema *schema = nullptr;
   std::string node;
   Attributes attrs;
-  Backend *backend = nullptr;  // null for control flow
+  Backend *backend = nullptr;  // null for builtin steps
   KernelFn kernel = nullptr;
   std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
   std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
@@ -34,11 +38,23 @@ struct ExecutionStep {
   std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
   bool skip = false;  // planned: a view whose output already aliases its input in the arena
-  // Control flow: no kernel (and no backend); `control_flow` runs the compiled subgraphs, by
-  // attribute name ("then_branch", "else_branch", "body").
-  ControlFlowFn control_flow = nullptr;
+  // Builtin steps: no kernel (and no backend); `builtin` runs them, with the compiled subgraphs
+  // by attribute name ("then_branch", "else_branch", "body") for control flow.
+  BuiltinStepFn builtin = nullptr;
   std::map<std::string, std::shared_ptr<const Executable::Impl>> subgraphs;
 };
+
+// Throws lumen::Error prefixed with "op 'OP' (node 'NODE'): ".
+template <class... Args>
+[[noreturn]] void step_fail(const ExecutionStep &step, const Args &...args) {
+  fail("op '", step.schema->name, "' (node '", step.node, "'): ", args...);
+}
+
+// A builtin step's compiled subgraph by attribute name, and one run of a subgraph's plan on
+// `inputs` (checked against what the plan was made for).
+const Executable::Impl &subgraph(const ExecutionStep &step, const char *name);
+std::vector<Tensor> run_subgraph(const ExecutionStep &step, const Executable::Impl &plan,
+                                 const std::vector<Tensor> &inputs);
 
 // The mutable state of one run of a planned Executable: the arena and the tensors viewing it.
 // Kept in a pool and reused, so a steady-state run allocates only the outputs it returns.
@@ -112,7 +128,7 @@ struct Executable::Impl {
   std::unique_ptr<RunState> acquire_state() const;
   void release_state(std::unique_ptr<RunState> state) const;
   std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs, StepTimer &timer) const;
-  void run_planned_control_flow(const ExecutionStep &step, std::vector<Tensor> &slots) const;
+  void run_planned_builtin(const ExecutionStep &step, std::vector<Tensor> &slots) const;
   std::vector<Tensor> run_dynamic(const std::vector<Tensor> &inputs, StepTimer &timer) const;
 
  private:

@@ -63,8 +63,9 @@ def test_unknown_backend():
 def test_conversion_errors_are_type_errors():
     with pytest.raises(TypeError, match="complex"):
         lumen.tensor(np.zeros(3, np.complex64))
-    with pytest.raises(TypeError):
-        lumen.tensor(np.array(["a", "b"]))
+    assert lumen.tensor(np.array(["a", "b"])).dtype == "string"
+    with pytest.raises(TypeError, match="object arrays must hold str"):
+        lumen.tensor(np.array([1, "b", None], dtype=object))
     with pytest.raises(TypeError, match="alpha"):
         lumen.call_op("leaky_relu", [f32(2)], {"alpha": object()})
     with pytest.raises(TypeError):

@@ -1,6 +1,6 @@
 """The CI mini-zoo: small models in the shapes exporters write, against onnxruntime. With
-test_control_flow.py (If/Loop/Scan) and test_dynamic_shapes.py (symbolic dims, Resize from
-computed sizes) it covers the families real models bring: recurrent layers and 1-D conv audio
+test_control_flow.py (If/Loop/Scan), test_sequences.py (sequences, optionals, strings) and
+test_dynamic_shapes.py (symbolic dims, Resize from computed sizes) it covers the families real models bring: recurrent layers and 1-D conv audio
 front ends here."""
 
 import numpy as np

@@ -197,8 +197,8 @@ def _malformed_cases():
     cases["negative_init_dim"] = _raw_initializer(TensorProto.FLOAT, [-2, 3], 24)
     cases["overflowing_init_dims"] = _raw_initializer(TensorProto.FLOAT, [2**40, 2**40], 4)
     cases["huge_init_dims"] = _raw_initializer(TensorProto.FLOAT, [2**62, 4], 4)
-    cases["string_initializer"] = _with_init(
-        TensorProto(name="w", data_type=TensorProto.STRING, dims=[1], string_data=[b"a"]))
+    cases["string_initializer_count"] = _with_init(
+        TensorProto(name="w", data_type=TensorProto.STRING, dims=[2], string_data=[b"a"]))
     cases["invalid_dtype"] = _with_init(TensorProto(name="w", data_type=999, dims=[1]))
     # (A negative input dim is not malformed: exporters write -1 for "unknown".)
     body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"])], "body",
@@ -207,9 +207,11 @@ def _malformed_cases():
     cases["loop_body_missing_inputs"] = make_model(
         [helper.make_node("Loop", ["", "", "x"], ["y"], body=body)], [f32("x", [1])],
         [f32("y", None)])
-    cases["sequence_input"] = make_model(
+    cases["map_input"] = make_model(
         [helper.make_node("Identity", ["x"], ["y"])],
-        [helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [1])], [f32("y", None)])
+        [helper.make_value_info("x", helper.make_map_type_proto(
+            TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [1])))],
+        [f32("y", None)])
     cases["cycle"] = make_model(
         [helper.make_node("Relu", ["b"], ["a"]), helper.make_node("Relu", ["a"], ["b"])],
         [f32("x", [1])], [f32("b", [1])])

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "graph/op_schema.h"
+#include "lumen/container.h"
 #include "lumen/graph.h"
 
 namespace lumen {
@@ -31,6 +32,7 @@ const Graph &subgraph(const InferContext &ctx, const char *name) {
 struct OutputType {
   DType dtype;
   std::optional<Shape> shape;
+  std::vector<DType> element;  // containers' item type
   bool operator==(const OutputType &) const = default;
 };
 
@@ -47,17 +49,18 @@ std::vector<OutputType> subgraph_outputs(const InferContext &ctx, const Graph &g
   bool narrower = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value *in = g.inputs()[i];
-    if (inputs[i] && inputs[i]->dtype != in->dtype())
-      ctx.fail("subgraph input '", in->name(), "' is ", dtype_name(in->dtype()), ", given ",
-               dtype_name(inputs[i]->dtype));
+    if (inputs[i] && (inputs[i]->dtype != in->dtype() || inputs[i]->element != in->element_type()))
+      ctx.fail("subgraph input '", in->name(), "' is ", type_name(in->dtype(), in->element_type()),
+               ", given ", type_name(inputs[i]->dtype, inputs[i]->element));
     narrower = narrower || narrows(i, in);
   }
   auto types_of = [](const Graph &graph) {
     std::vector<OutputType> out;
     for (const Value *v : graph.outputs())
-      out.push_back({v->dtype(), v->has_shape() && v->shape().is_static()
-                                     ? std::optional<Shape>(v->shape())
-                                     : std::nullopt});
+      out.push_back({v->dtype(),
+                     v->has_shape() && v->shape().is_static() ? std::optional<Shape>(v->shape())
+                                                              : std::nullopt,
+                     v->element_type()});
     return out;
   };
   if (!narrower) return types_of(g);
@@ -67,9 +70,10 @@ std::vector<OutputType> subgraph_outputs(const InferContext &ctx, const Graph &g
   return types_of(copy);
 }
 
-std::vector<DType> dtypes_of(const std::vector<OutputType> &types) {
-  std::vector<DType> out;
-  for (const OutputType &t : types) out.push_back(t.dtype);
+// What inference knows of outputs whose shapes wait for run time.
+std::vector<TensorType> dtypes_of(const std::vector<OutputType> &types) {
+  std::vector<TensorType> out;
+  for (const OutputType &t : types) out.push_back({t.dtype, Shape{}, t.element});
   return out;
 }
 
@@ -87,11 +91,12 @@ std::vector<TensorType> infer_if(const InferContext &ctx) {
     ctx.fail("then_branch has ", then_types.size(), " outputs, else_branch ", else_types.size());
   std::vector<TensorType> out;
   for (size_t i = 0; i < then_types.size(); ++i) {
-    if (then_types[i].dtype != else_types[i].dtype)
-      ctx.fail("output ", i, " is ", dtype_name(then_types[i].dtype), " in then_branch but ",
-               dtype_name(else_types[i].dtype), " in else_branch");
-    if (!then_types[i].shape || then_types[i] != else_types[i]) ctx.defer(dtypes_of(then_types));
-    out.push_back({then_types[i].dtype, *then_types[i].shape});
+    const OutputType &t = then_types[i], &e = else_types[i];
+    if (t.dtype != e.dtype || t.element != e.element)
+      ctx.fail("output ", i, " is ", type_name(t.dtype, t.element), " in then_branch but ",
+               type_name(e.dtype, e.element), " in else_branch");
+    if (!t.shape || t != e) ctx.defer(dtypes_of(then_types));
+    out.push_back({t.dtype, *t.shape, t.element});
   }
   return out;
 }
@@ -118,9 +123,9 @@ std::vector<TensorType> infer_loop(const InferContext &ctx) {
   for (size_t i = 0; i < n; ++i) {
     if (!ctx.has_input(2 + i)) ctx.fail("loop-carried input ", i, " is missing");
     const TensorType &initial = ctx.input(2 + i);
-    if (results[i].dtype != initial.dtype)
-      ctx.fail("loop-carried value ", i, " enters as ", dtype_name(initial.dtype),
-               " and leaves the body as ", dtype_name(results[i].dtype));
+    if (results[i].dtype != initial.dtype || results[i].element != initial.element)
+      ctx.fail("loop-carried value ", i, " enters as ", type_name(initial.dtype, initial.element),
+               " and leaves the body as ", type_name(results[i].dtype, results[i].element));
     // Static only when the body keeps the value's shape (it may grow each iteration).
     if (results[i].shape != initial.shape) ctx.defer(dtypes_of(results));
     out.push_back(initial);
@@ -188,17 +193,20 @@ LUMEN_REGISTER_OP({.name = "if",
                    .min_inputs = 1,
                    .max_inputs = kMaxControlFlowInputs,
                    .num_outputs = kVariadicOutputs,
-                   .infer = infer_if});
+                   .infer = infer_if,
+                   .takes_containers = true});
 LUMEN_REGISTER_OP({.name = "loop",
                    .min_inputs = 0,
                    .max_inputs = kMaxControlFlowInputs,
                    .num_outputs = kVariadicOutputs,
-                   .infer = infer_loop});
+                   .infer = infer_loop,
+                   .takes_containers = true});
 LUMEN_REGISTER_OP({.name = "scan",
                    .min_inputs = 1,
                    .max_inputs = kMaxControlFlowInputs,
                    .num_outputs = kVariadicOutputs,
-                   .infer = infer_scan});
+                   .infer = infer_scan,
+                   .takes_containers = true});
 
 }  // namespace
 }  // namespace lumen

@@ -60,7 +60,7 @@ std::vector<Value *> convert_loop(NodeContext &ctx) {
                               ctx.has_input(1) ? ctx.input(1) : nullptr};
   for (size_t i = 0; i < n; ++i) {
     Value *v = ctx.input(2 + i);
-    formal.push_back({v->dtype(), std::nullopt});
+    formal.push_back({v->dtype(), std::nullopt, v->element_type()});
     inputs.push_back(v);
   }
   const std::vector<std::string> captures = importer.free_names(body_proto);
@@ -94,7 +94,7 @@ std::vector<Value *> convert_scan(NodeContext &ctx) {
                  static_cast<std::ptrdiff_t>(v->shape().normalize_axis(axes[i - n], "scan axis")));
       shape = Shape(dims);
     }
-    formal.push_back({v->dtype(), shape});
+    formal.push_back({v->dtype(), shape, v->element_type()});
   }
   const std::vector<std::string> captures = importer.free_names(body_proto);
   auto body = importer.import(body_proto, formal, captures);
