@@ -29,6 +29,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DIR = os.path.join(HERE, ".zoo")
 SEED = 0
+# Detection heads: classification weights are scaled by this so that scores differ clearly from
+# anchor to anchor (near-uniform softmaxes tie, and which box NMS keeps then depends on rounding).
+SCORE_SPREAD = 3.0
 
 
 # --- random, non-trivial weights -----------------------------------------------------------------
@@ -136,7 +139,7 @@ def _detection_model(ctor, size, **kwargs):
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if any(k in name for k in ("classification_head", "cls_score", "cls_logits")):
-                    p.mul_(3.0)
+                    p.mul_(SCORE_SPREAD)
         return model, ([torch.rand(3, size, size)],)
     return build
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "lumen/container.h"
 #include "runtime/executable_impl.h"
 #include "runtime/tensor_pieces.h"
 
@@ -20,6 +21,16 @@ std::vector<Tensor> run_subgraph(const ExecutionStep &step, const Executable::Im
     step_fail(step, "a subgraph takes ", plan.input_slots.size(), " inputs, got ", inputs.size());
   // The plan was made for these types: a value that changed shape between iterations must not
   // reach a plan made for another shape.
+  std::vector<Tensor> wrapped;  // items given for optional inputs, wrapped (ONNX allows it)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo &want = plan.inputs[i];
+    if (want.dtype == DType::Optional && inputs[i].defined() &&
+        inputs[i].dtype() != DType::Optional && item_type(inputs[i]) == want.element) {
+      if (wrapped.empty()) wrapped = inputs;
+      wrapped[i] = make_optional(inputs[i], want.element);
+    }
+  }
+  if (!wrapped.empty()) return run_subgraph(step, plan, wrapped);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo &want = plan.inputs[i];
     const Shape &got = inputs[i].shape();
@@ -122,6 +133,14 @@ std::vector<Tensor> run_loop(const ExecutionStep &step, const std::vector<Tensor
     for (size_t s = 0; s < k; ++s) scans[s].push_back(std::move(outs[1 + n + s]));
   }
   std::vector<Tensor> results(body_inputs.begin() + 2, body_inputs.begin() + 2 + n);
+  // An optional that entered a body giving its item, and no iteration ran: the item.
+  for (size_t c = 0; c < n; ++c)
+    if (results[c].dtype() == DType::Optional && body.outputs[1 + c].dtype != DType::Optional) {
+      const Container &opt = container_of(results[c]);
+      if (opt.items.empty())
+        step_fail(step, "loop-carried value ", c, " is an empty optional and no iteration ran");
+      results[c] = opt.items[0];
+    }
   for (size_t s = 0; s < k; ++s)
     results.push_back(stack(step, scans[s], 0, body.outputs[1 + n + s].dtype));
   return results;

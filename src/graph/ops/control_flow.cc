@@ -123,6 +123,14 @@ std::vector<TensorType> infer_loop(const InferContext &ctx) {
   for (size_t i = 0; i < n; ++i) {
     if (!ctx.has_input(2 + i)) ctx.fail("loop-carried input ", i, " is missing");
     const TensorType &initial = ctx.input(2 + i);
+    // An optional may enter and its item leave (an optional input takes its item too): the
+    // loop then gives the item's type.
+    if (initial.dtype == DType::Optional &&
+        item_type(results[i].dtype, results[i].element) == initial.element) {
+      if (!results[i].shape) ctx.defer(dtypes_of(results));
+      out.push_back({results[i].dtype, *results[i].shape, results[i].element});
+      continue;
+    }
     if (results[i].dtype != initial.dtype || results[i].element != initial.element)
       ctx.fail("loop-carried value ", i, " enters as ", type_name(initial.dtype, initial.element),
                " and leaves the body as ", type_name(results[i].dtype, results[i].element));
