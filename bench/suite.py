@@ -1,7 +1,10 @@
 """Lumen vs onnxruntime on the benchmark suite (bench/models.py), at each thread count.
 
     PYTHONPATH=build/python .venv/bin/python bench/suite.py [--threads 1,2] [--models REGEX,...]
-        [--runs N] [--quick] [--json FILE] [--peak-gflops G[,G2]] [--check]
+        [--runs N] [--quick] [--json FILE] [--peak-gflops G[,G2]] [--check] [--zoo [DIR]]
+
+With --zoo the rows are the model zoo's exported models instead (bench/zoo.py export: public
+architectures, their saved inputs), each with the op type that takes most of Lumen's time.
 
 Every model runs in this process through lumen._bench.benchmark: same random inputs for both
 engines, warm-up, then timed runs alternating Lumen / onnxruntime; the outputs must agree. The
@@ -30,6 +33,34 @@ from lumen import _bench
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402  (bench/models.py, next to this file)
+
+ZOO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".zoo")
+
+
+class ZooEntry:
+    """A zoo model as a suite entry: its file, and the inputs zoo.py saved beside it."""
+
+    def __init__(self, path):
+        self.name = os.path.splitext(os.path.basename(path))[0]
+        self.path = path
+        self.nodes = None
+        self.heavy = False
+
+    def inputs(self):
+        import numpy as np
+
+        saved = np.load(os.path.splitext(self.path)[0] + ".npz")
+        return {k[len("in:"):]: saved[k] for k in saved.files if k.startswith("in:")}
+
+
+def zoo_entries(directory, patterns):
+    import glob
+
+    entries = [ZooEntry(p) for p in sorted(glob.glob(os.path.join(directory, "*.onnx")))]
+    if patterns:
+        regexes = [re.compile(p) for p in patterns.split(",")]
+        entries = [e for e in entries if any(r.search(e.name) for r in regexes)]
+    return entries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEAK_TOOL = os.path.join(ROOT, "build", "tools", "lumen_peak_flops")
@@ -76,9 +107,12 @@ def select(patterns, quick):
 def run_one(entry, path, threads, args):
     """One table row: the benchmark's figures, or the error that stopped it."""
     row = {"model": entry.name, "threads": threads, "error": None}
+    zoo = isinstance(entry, ZooEntry)
     try:
         result = _bench.benchmark(path, threads=threads, compare="onnxruntime", runs=args.runs,
-                                  warmup=args.warmup, memory=False, progress=True)
+                                  warmup=args.warmup, memory=False, progress=True,
+                                  inputs=entry.inputs() if zoo else None,
+                                  profile_runs=5 if zoo else 0)
     except Exception as e:  # a failing model is a row, not the end of the suite
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
         return row
@@ -89,6 +123,9 @@ def run_one(entry, path, threads, args):
                outputs_agree=result.outputs_agree,
                max_rel=max((c.max_rel for c in result.outputs), default=None),
                result=result.to_json())
+    if result.profile and result.profile.ops:
+        top = result.profile.ops[0]
+        row["slowest_op"] = f"{top['op']} {top['percent']:.0f}%"
     if entry.nodes:
         row["lumen_us_per_node"] = lumen_ms * 1e3 / entry.nodes
         row["ort_us_per_node"] = ort_ms * 1e3 / entry.nodes
@@ -101,18 +138,23 @@ def _num(value, spec):
     return f"{'-':>{width or 1}s}" if value is None else format(value, spec)
 
 
-HEADER = (f"{'model':14s} {'GFLOP':>7s} {'lumen ms':>9s} {'ort ms':>9s} {'ratio':>6s} "
-          f"{'GFLOP/s':>8s} {'% peak':>6s}  outputs")
+NAME_WIDTH = 14  # zoo names (resnet50.dynamo.opset18) are wider: see main
+
+
+def header():
+    return (f"{'model':{NAME_WIDTH}s} {'GFLOP':>7s} {'lumen ms':>9s} {'ort ms':>9s} "
+            f"{'ratio':>6s} {'GFLOP/s':>8s} {'% peak':>6s}  outputs")
 
 
 def format_row(row, peak):
     if row["error"]:
-        return f"{row['model']:14s} ERROR {row['error']}"
+        return f"{row['model']:{NAME_WIDTH}s} ERROR {row['error']}"
     percent = 100 * row["lumen_gflops"] / peak if row["lumen_gflops"] and peak else None
     agree = "ok" if row["outputs_agree"] else "DISAGREE"
-    return (f"{row['model']:14s} {_num(row['gflop'], '7.2f')} {row['lumen_ms']:9.3f} "
+    slowest = f"  slowest: {row['slowest_op']}" if row.get("slowest_op") else ""
+    return (f"{row['model']:{NAME_WIDTH}s} {_num(row['gflop'], '7.2f')} {row['lumen_ms']:9.3f} "
             f"{row['ort_ms']:9.3f} {row['ratio']:6.2f} {_num(row['lumen_gflops'], '8.1f')} "
-            f"{_num(percent, '6.1f')}  {agree} (max rel {_num(row['max_rel'], '.1e')})")
+            f"{_num(percent, '6.1f')}  {agree} (max rel {_num(row['max_rel'], '.1e')}){slowest}")
 
 
 def geomean(values):
@@ -180,6 +222,9 @@ def main(argv=None):
     p.add_argument("--peak-tool", default=PEAK_TOOL, help="the peak-FLOPS program to run")
     p.add_argument("--check", action="store_true",
                    help="exit 1 as well when an acceptance target is missed")
+    p.add_argument("--zoo", nargs="?", const=ZOO_DIR, metavar="DIR",
+                   help="benchmark the model zoo's models (default folder: bench/.zoo, made by "
+                        "bench/zoo.py export) instead of the suite")
     p.add_argument("--cache", default=models.CACHE_DIR,
                    help="where generated models are cached (default: bench/.models)")
     args = p.parse_args(argv)
@@ -189,9 +234,11 @@ def main(argv=None):
         p.error(f"--threads: expected comma-separated integers, got {args.threads!r}")
     if args.quick:
         args.runs, args.warmup = args.runs or 3, min(args.warmup, 1)
-    chosen = select(args.models, args.quick)
+    global NAME_WIDTH
+    chosen = zoo_entries(args.zoo, args.models) if args.zoo else select(args.models, args.quick)
+    NAME_WIDTH = max([NAME_WIDTH] + [len(m.name) for m in chosen])
     if not chosen:
-        p.error(f"no suite model matches {args.models!r}")
+        p.error(f"no {'zoo' if args.zoo else 'suite'} model matches {args.models!r}")
 
     if args.peak_gflops:
         try:
@@ -217,7 +264,8 @@ def main(argv=None):
     for entry in chosen:
         try:
             start = time.perf_counter()
-            paths[entry.name] = models.model_path(entry, args.cache)
+            paths[entry.name] = (entry.path if isinstance(entry, ZooEntry) else
+                                 models.model_path(entry, args.cache))
             if time.perf_counter() - start > 1:
                 print(f"built {paths[entry.name]} ({time.perf_counter() - start:.0f} s)",
                       file=sys.stderr)
@@ -233,7 +281,7 @@ def main(argv=None):
         peak_gflops = peak["gflops"].get(threads) if peak else None
         print(f"\n{threads} thread{'s' if threads > 1 else ''}: median latency; GFLOP counts Conv, "
               "ConvTranspose, MatMul and Gemm only; ratio = lumen / onnxruntime")
-        print(HEADER)
+        print(header())
         rows = []
         for entry in chosen:
             path = paths[entry.name]

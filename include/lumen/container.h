@@ -29,6 +29,10 @@ const Container &container_of(const Tensor &t);
 std::vector<DType> item_type(const Tensor &t);
 // The same for a value of `dtype` whose items (when a container) are of type `element`.
 std::vector<DType> item_type(DType dtype, const std::vector<DType> &element);
+// The items' type as the sequence ops' "element" attribute ("float32", "sequence,int64") and
+// back (throws lumen::Error for an unknown name or a type not ending in a tensor dtype).
+std::string element_to_text(const std::vector<DType> &element);
+std::vector<DType> element_from_text(const std::string &text);
 // "seq(float32)", "optional(seq(int64))", "float32" for a tensor dtype.
 std::string type_name(DType dtype, const std::vector<DType> &element);
 

@@ -142,6 +142,11 @@ def graph_to_onnx(graph, name="lumen_optimized"):
         if "graph" in node.attribute_kinds.values():
             raise _lumen.Error(f"save_optimized: node '{node.name}' ({node.op}) holds subgraphs; "
                                "graphs with control flow cannot be written as ONNX yet")
+        for v in node.outputs:
+            if v.dtype in ("sequence", "optional", "string"):
+                raise _lumen.Error(f"save_optimized: node '{node.name}' ({node.op}) makes a "
+                                   f"{v.dtype}; sequences, optionals and strings cannot be "
+                                   "written as ONNX yet")
         op_type = _onnx_op(node)
         attrs = node.attributes
         kinds = node.attribute_kinds

@@ -54,6 +54,27 @@ std::vector<DType> item_type(DType dtype, const std::vector<DType> &element) {
   return type;
 }
 
+std::string element_to_text(const std::vector<DType> &element) {
+  std::string text;
+  for (DType d : element) {
+    if (!text.empty()) text += ',';
+    text += dtype_name(d);
+  }
+  return text;
+}
+
+std::vector<DType> element_from_text(const std::string &text) {
+  std::vector<DType> element;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    element.push_back(dtype_from_name(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  if (is_container(element.back())) fail("element type '", text, "' must end in a tensor dtype");
+  return element;
+}
+
 std::string type_name(DType dtype, const std::vector<DType> &element) {
   if (!is_container(dtype) || element.empty()) return std::string(dtype_name(dtype));
   const std::string inner = type_name(element[0], {element.begin() + 1, element.end()});

@@ -26,8 +26,6 @@ struct SubgraphInputType {
 // The Lumen type of an ONNX TypeProto: a tensor's dtype and shape, or a sequence's or optional's
 // kind and items' type (maps and sparse tensors: an error naming `what`).
 SubgraphInputType type_from_proto(const onnx::TypeProto &type, const std::string &what);
-// The items' type as the "element" attribute of sequence ops ("float32", "sequence,int64").
-std::string element_attribute(const std::vector<DType> &element);
 
 // What converters of control-flow ops need from the importer, in the scope of the node being
 // converted.

@@ -97,15 +97,6 @@ SubgraphInputType onnx_import::type_from_proto(const onnx::TypeProto &type,
   }
 }
 
-std::string onnx_import::element_attribute(const std::vector<DType> &element) {
-  std::string names;
-  for (DType d : element) {
-    if (!names.empty()) names += ',';
-    names += dtype_name(d);
-  }
-  return names;
-}
-
 namespace {
 
 std::string display_name(const onnx::NodeProto &node, int index, const std::string &prefix) {

@@ -183,6 +183,18 @@ Tensor tensor_from_proto(const onnx::TensorProto &proto, const fs::path &base_di
     std::copy(proto.string_data().begin(), proto.string_data().end(), t.data<std::string>());
     return t;
   }
+  // The data must be there before memory is taken for it: a few bytes of model must not make
+  // Lumen allocate terabytes. (External data is checked against its file's size.)
+  if (proto.data_location() != onnx::TensorProto::EXTERNAL) {
+    const int64_t held = proto.has_raw_data()
+                             ? static_cast<int64_t>(proto.raw_data().size())
+                             : int64_t{proto.float_data_size()} + proto.double_data_size() +
+                                   proto.int32_data_size() + proto.int64_data_size() +
+                                   proto.uint64_data_size();
+    if (numel > 4 * held)  // at most 4 elements per byte or stored value (2-bit types)
+      fail(what, ": declares ", numel, " elements (", shape.to_string(), ") but holds data for ",
+           held == 0 ? "none" : "fewer");
+  }
   Tensor t = Tensor::empty(shape, dtype);
   const size_t nbytes = t.nbytes();
   char *dst = static_cast<char *>(t.raw_data());

@@ -48,20 +48,9 @@ std::vector<Tensor> run_construct(const ExecutionStep &step, const std::vector<T
   return {make_sequence(std::move(items), element, what(step).c_str())};
 }
 
-std::vector<DType> element_attr(const ExecutionStep &step) {
-  std::vector<DType> element;
-  const std::string names = step.attrs.get_string("element", "");
-  for (size_t start = 0; start <= names.size();) {
-    size_t end = names.find(',', start);
-    if (end == std::string::npos) end = names.size();
-    element.push_back(dtype_from_name(names.substr(start, end - start)));
-    start = end + 1;
-  }
-  return element;
-}
-
 std::vector<Tensor> run_empty(const ExecutionStep &step, const std::vector<Tensor> &) {
-  return {make_sequence({}, element_attr(step), what(step).c_str())};
+  return {make_sequence({}, element_from_text(step.attrs.get_string("element", "")),
+                        what(step).c_str())};
 }
 
 std::vector<Tensor> run_insert(const ExecutionStep &step, const std::vector<Tensor> &in) {
@@ -173,7 +162,8 @@ std::vector<Tensor> run_optional(const ExecutionStep &step, const std::vector<Te
     const std::vector<DType> element = item_type(in[0]);
     return {make_optional(in[0].clone(), element, what(step).c_str())};
   }
-  return {make_optional(Tensor(), element_attr(step), what(step).c_str())};
+  return {make_optional(Tensor(), element_from_text(step.attrs.get_string("element", "")),
+                        what(step).c_str())};
 }
 
 std::vector<Tensor> run_has_element(const ExecutionStep &, const std::vector<Tensor> &in) {

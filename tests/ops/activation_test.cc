@@ -88,6 +88,25 @@ TEST(ActivationTest, ClipValues) {
   expect_near_all(ref("clip", {-2, 3}, {{"min", int64_t{0}}}), {0, 3});  // ints accepted
 }
 
+// int64 bounds at and beyond the type's range (double(INT64_MAX) is 2^63, out of range: the
+// conversion was undefined behaviour).
+TEST(ActivationTest, ClipInt64BoundsAtTheLimits) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::lowest();
+  const Tensor x = Tensor::from_vector<int64_t>({4}, {kMin, -5, 7, kMax});
+  const std::vector<std::pair<Attributes, std::vector<int64_t>>> cases = {
+      {{}, {kMin, -5, 7, kMax}},
+      {{{"max", 1e300}, {"min", -1e300}}, {kMin, -5, 7, kMax}},
+      {{{"min", 0.0}}, {0, 0, 7, kMax}},
+      {{{"max", 6.0}}, {kMin, -5, 6, 6}}};
+  for (const auto &[attrs, want] : cases)
+    for (const char *backend : {"reference", ""}) {  // "": the preferred backend with a kernel
+      const Tensor y = call_op("clip", {x}, attrs, backend)[0];
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_EQ(y.data<int64_t>()[i], want[i]) << backend << " " << attrs.to_string();
+    }
+}
+
 TEST(ActivationTest, MathValues) {
   expect_near_all(ref("exp", {0, 1}), {1, M_E});
   expect_near_all(ref("log", {1, float(M_E)}), {0, 1});

@@ -197,6 +197,8 @@ def _malformed_cases():
     cases["negative_init_dim"] = _raw_initializer(TensorProto.FLOAT, [-2, 3], 24)
     cases["overflowing_init_dims"] = _raw_initializer(TensorProto.FLOAT, [2**40, 2**40], 4)
     cases["huge_init_dims"] = _raw_initializer(TensorProto.FLOAT, [2**62, 4], 4)
+    cases["init_without_data"] = _with_init(  # 4 TiB declared, nothing stored: no allocation
+        TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**20, 2**20]))
     cases["string_initializer_count"] = _with_init(
         TensorProto(name="w", data_type=TensorProto.STRING, dims=[2], string_data=[b"a"]))
     cases["invalid_dtype"] = _with_init(TensorProto(name="w", data_type=999, dims=[1]))
@@ -309,3 +311,21 @@ def test_malformed_model_raises_lumen_error(name):
             feeds[info["name"]] = np.ones(shape, info["dtype"])
         compiled.run(feeds)
     assert str(err.value), "error messages are never empty"
+
+
+def test_large_constant_of_shape_is_not_made_at_load():
+    """A ConstantOfShape asking for 4 GiB from a 100-byte model loads at once: the fill is made
+    when the node runs, not at load time (where any model could demand any size)."""
+    import time
+
+    shape = numpy_helper.from_array(np.array([2**15, 2**15], np.int64), "s")
+    model = make_model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [f32("y", None)],
+                       [shape])
+    start = time.perf_counter()
+    graph = lumen.load_onnx(model.SerializeToString()).graph
+    assert time.perf_counter() - start < 1.0
+    assert [n.op for n in graph.nodes()] == ["constant_of_shape"]
+    small = make_model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [f32("y", None)],
+                       [numpy_helper.from_array(np.array([2, 3], np.int64), "s")])
+    np.testing.assert_array_equal(lumen.load_onnx(small.SerializeToString()).run({})[0],
+                                  np.zeros((2, 3), np.float32))

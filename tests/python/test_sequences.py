@@ -239,3 +239,12 @@ def test_string_split_concat_regex():
              "suffix": np.array("!", dtype=object)}
     expected = ReferenceEvaluator(proto).run(None, feeds)
     check(proto, feeds, compare_to_ort=False, expected=expected)
+
+
+def test_save_optimized_refuses_sequences(tmp_path):
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["s"]),
+             helper.make_node("SequenceLength", ["s"], ["n"])]
+    proto = make_model(nodes, [vi("x", F, [2])], [vi("n", I64, [])])
+    model = lumen.load_onnx(proto.SerializeToString())
+    with pytest.raises(lumen.Error, match="sequences, optionals and strings cannot be written"):
+        model.save_optimized(str(tmp_path / "out.onnx"))

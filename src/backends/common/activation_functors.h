@@ -233,11 +233,13 @@ struct Clip {
     const T v = x < lo ? lo : x;
     return v > hi ? hi : v;
   }
-  // Integer bounds are clamped to T's range first: casting an out-of-range double is undefined.
+  // Integer bounds are clamped to T's range first: casting an out-of-range double is undefined,
+  // and double(INT64_MAX) rounds up to 2^63, itself out of range. (Inference refuses NaN.)
   static T bound(double v) {
     if constexpr (std::is_integral_v<T>) {
-      v = std::clamp(v, double(std::numeric_limits<T>::lowest()),
-                     double(std::numeric_limits<T>::max()));
+      const double above = std::ldexp(1.0, std::numeric_limits<T>::digits);  // max + 1, exact
+      if (v >= above) return std::numeric_limits<T>::max();
+      if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
     }
     return T(v);
   }

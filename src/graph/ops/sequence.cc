@@ -14,8 +14,6 @@
 //   optional_has_element(x?)               bool scalar: an optional holding an item, or any
 //                                          tensor or sequence; false for a missing input
 //   optional_get_element(x)                the item of an optional (a tensor or sequence passes)
-#include <sstream>
-
 #include "graph/op_schema.h"
 #include "lumen/container.h"
 #include "lumen/graph.h"
@@ -61,12 +59,8 @@ std::vector<TensorType> item_output(const InferContext &ctx, const std::vector<D
 }
 
 std::vector<DType> element_attr(const InferContext &ctx) {
-  std::vector<DType> element;
-  std::istringstream names(ctx.attrs.get_string("element", ""));
-  for (std::string name; std::getline(names, name, ',');) element.push_back(dtype_from_name(name));
-  if (element.empty() || is_container(element.back()))
-    ctx.fail("attribute 'element' must name the items' type, ending in a tensor dtype");
-  return element;
+  if (!ctx.attrs.has("element")) ctx.fail("attribute 'element' (the items' type) is required");
+  return element_from_text(ctx.attrs.get_string("element", ""));
 }
 
 std::vector<TensorType> infer_construct(const InferContext &ctx) {

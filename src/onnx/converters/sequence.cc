@@ -12,7 +12,7 @@ std::vector<Value *> convert_sequence_empty(NodeContext &ctx) {
   const DType dtype =
       dtype_from_onnx(static_cast<int>(ctx.attrs().get_int("dtype", onnx::TensorProto::FLOAT)),
                       "attribute 'dtype'");
-  return {ctx.emit("sequence_empty", {}, {{"element", element_attribute({dtype})}})};
+  return {ctx.emit("sequence_empty", {}, {{"element", element_to_text({dtype})}})};
 }
 
 // Optional's `type` attribute (a TypeProto) gives the items' type of an empty optional.
@@ -21,8 +21,8 @@ std::vector<Value *> convert_optional(NodeContext &ctx) {
   for (const auto &a : ctx.node().attribute())
     if (a.name() == "type") {
       const SubgraphInputType t = type_from_proto(a.tp(), "attribute 'type'");
-      return {ctx.emit("optional", {},
-                       {{"element", element_attribute(item_type(t.dtype, t.element))}})};
+      return {
+          ctx.emit("optional", {}, {{"element", element_to_text(item_type(t.dtype, t.element))}})};
     }
   ctx.fail("an empty Optional needs attribute 'type'");
 }

@@ -110,12 +110,15 @@ std::vector<Value *> convert_constant(NodeContext &ctx) {
 }
 LUMEN_REGISTER_ONNX_CONVERTER("Constant", 1, convert_constant);
 
+constexpr int64_t kMaxLoadTimeFillBytes = int64_t{64} << 10;
+
 std::vector<Value *> convert_constant_of_shape(NodeContext &ctx) {
   Tensor fill = Tensor::from_vector<float>({1}, {0.f});
   if (const Tensor *value = ctx.attrs().get_tensor("value")) {
     if (value->numel() != 1) ctx.fail("value must hold one element, got ", value->numel());
     fill = value->contiguous().reshape(Shape{1});
   }
+  if (holds_objects(fill.dtype())) ctx.fail("value must be a numeric or bool tensor");
   if (!ctx.constant_input(0))
     return {emit_folded(ctx, "constant_of_shape", {ctx.input(0)}, {{"value", fill}})};
   const std::vector<int64_t> dims = ctx.constant_ints(0, "shape");
@@ -124,6 +127,10 @@ std::vector<Value *> convert_constant_of_shape(NodeContext &ctx) {
     if (d < 0) ctx.fail("negative dimension ", d, " in the requested shape");
     n = checked_mul(n, d);
   }
+  // A large fill is not made at load time (a model could ask for any size): the node fills it
+  // when it runs, in the memory plan like any other value.
+  if (checked_mul(n, static_cast<int64_t>(dtype_size(fill.dtype()))) > kMaxLoadTimeFillBytes)
+    return {ctx.emit("constant_of_shape", {ctx.input(0)}, {{"value", fill}})};
   Tensor out = Tensor::empty(Shape(dims), fill.dtype());
   const size_t elem = dtype_size(fill.dtype());
   auto *dst = static_cast<char *>(out.raw_data());
