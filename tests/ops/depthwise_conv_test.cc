@@ -1,10 +1,10 @@
 // Depthwise convolution (one input channel per group) on the cpu backend against the reference:
 // the unrolled 3x3 stride-1 and stride-2 paths, 16 (AVX-512) or 8 (AVX2, outputs up to 27 wide)
-// channels per vector, the generic
-// path (other sizes, strides, dilations), channel multipliers, asymmetric padding, planes narrower
-// and wider than one vector, and the fused epilogue (clip as MobileNet's relu6, plus a residual).
-// The cpu kernel sums the nine taps in float32 in another order than the reference (double):
-// rtol/atol 1e-5.
+// channels per vector, the flat
+// taps over phase planes (other sizes, strides, dilations), the row-by-row path (mixed strides),
+// channel multipliers, asymmetric padding, planes narrower and wider than one vector, and the fused
+// epilogue (clip as MobileNet's relu6, plus a residual). The cpu kernel sums the nine taps in
+// float32 in another order than the reference (double): rtol/atol 1e-5.
 #include <string>
 #include <vector>
 
@@ -55,6 +55,16 @@ std::vector<DwCase> cases() {
       // The AVX2 width limit: 27 output columns in lanes, 28 plane by plane.
       {"3x3 s1 p1 12 channels 27x27", 1, 12, 27, 27, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
       {"3x3 s1 p1 12 channels 28x28", 1, 12, 28, 28, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      // Any other kernel (flat taps over phase planes): MobileNetV3/EfficientNet 5x5, ConvNeXt
+      // 7x7, stride 3 and 4, dilation, multipliers, narrow and wide rows.
+      {"5x5 s1 p2 14x14", 1, 6, 14, 14, 1, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+      {"5x5 s2 p2 multiplier 2", 2, 3, 23, 21, 2, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}},
+      {"5x5 s1 dilation 2 wide", 1, 2, 9, 80, 1, 5, 5, {1, 1}, {4, 4, 4, 4}, {2, 2}},
+      {"7x7 s1 p3 56x56", 1, 4, 56, 56, 1, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}},
+      {"7x7 s2 asymmetric pads", 1, 3, 20, 19, 1, 7, 7, {2, 2}, {3, 2, 1, 3}, {1, 1}},
+      {"3x5 s3 dilated", 1, 3, 25, 26, 1, 3, 5, {3, 3}, {1, 2, 0, 1}, {2, 1}},
+      {"4x4 s4 no pad", 1, 5, 16, 20, 1, 4, 4, {4, 4}, {0, 0, 0, 0}, {1, 1}},
+      {"3x3 s2 dilation 2", 1, 3, 15, 17, 1, 3, 3, {2, 2}, {2, 2, 2, 2}, {2, 2}},
   };
 }
 

@@ -4,7 +4,10 @@
 // inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 then run as one flat loop over
 // the padded width (a few thrown-away columns per row keep the vectors full even on 7x7 planes)
 // with the nine taps summed in registers; for stride 2 the input is copied split by row and column
-// parity instead, so every tap reads contiguous memory. Other shapes run row by row, tap by tap.
+// parity instead, so every tap reads contiguous memory. Any other kernel size, stride or dilation
+// (one stride for rows and columns) runs the same way: the plane split into stride x stride phase
+// planes, each tap one contiguous read, four taps per pass over a block of outputs (flat_taps).
+// Different row and column strides run row by row, tap by tap.
 // The zero borders are written once per thread and call, only the inside per plane. The epilogue
 // runs on each finished row (or block of narrow rows) while it is in L1. 1x1 kernels are a
 // per-channel affine map. Parallel over input planes (n, c), each producing its p.mg output planes.
@@ -76,6 +79,51 @@ LUMEN_VEC_INLINE inline void split_quads(const ConvParams &p, const Padded &pd, 
   }
 }
 
+// Stride-s layout for any kernel: the padded plane split into s x s phase planes of
+// rows x l each (l = ceil(padded cols / s)), phase[(r % s) s + c % s][r / s][c / s] =
+// padded[r][c], so that one tap of all outputs is one contiguous read (see flat_taps).
+template <class T>
+LUMEN_VEC_INLINE inline void split_phases(const ConvParams &p, const Padded &pd, int64_t s,
+                                          int64_t rows, int64_t l, const T *xc, T *phases) {
+  const int64_t r0 = std::clamp<int64_t>(p.pt, 0, pd.rows);
+  const int64_t r1 = std::clamp<int64_t>(p.pt + p.h, r0, pd.rows);
+  const int64_t c0 = std::clamp<int64_t>(p.pl, 0, pd.cols);
+  const int64_t c1 = std::clamp<int64_t>(p.pl + p.w, c0, pd.cols);
+  const int64_t plane = rows * l;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T *src = xc + (r - p.pt) * p.w - p.pl;  // src[c]: padded column c
+    T *row = phases + (r % s) * s * plane + (r / s) * l;
+    // Column phase by column phase: consecutive writes, no division per element.
+    for (int64_t first = c0; first < std::min(c0 + s, c1); ++first) {
+      T *dst = row + (first % s) * plane + first / s;
+      for (int64_t c = first, k = 0; c < c1; c += s, ++k) dst[k] = src[c];
+    }
+  }
+}
+
+// Any kernel size, stride and dilation (one stride for rows and columns): out[t] = bias + the
+// sum over taps of k[tap] * src[tap][t], src[tap] pointing into the padded plane or its phase
+// planes. Four taps per pass over the outputs (which stay in L1), so the sums need few stores.
+template <class T>
+LUMEN_VEC_INLINE inline void flat_taps(const T *const *src, const T *k, int64_t taps, T bias,
+                                       T *out, int64_t len) {
+  int64_t tap = 0;
+  for (; tap + 4 <= taps; tap += 4) {
+    const T k0 = k[tap], k1 = k[tap + 1], k2 = k[tap + 2], k3 = k[tap + 3];
+    const T *s0 = src[tap], *s1 = src[tap + 1], *s2 = src[tap + 2], *s3 = src[tap + 3];
+    if (tap == 0)
+      for (int64_t t = 0; t < len; ++t)
+        out[t] = bias + k0 * s0[t] + k1 * s1[t] + k2 * s2[t] + k3 * s3[t];
+    else
+      for (int64_t t = 0; t < len; ++t) out[t] += k0 * s0[t] + k1 * s1[t] + k2 * s2[t] + k3 * s3[t];
+  }
+  if (tap == 0) std::fill(out, out + len, bias);
+  for (; tap < taps; ++tap) {
+    const T kv = k[tap], *s0 = src[tap];
+    for (int64_t t = 0; t < len; ++t) out[t] += kv * s0[t];
+  }
+}
+
 // 3x3 stride 1 over the padded plane as one flat loop: out[t] for t = i * l + j reads
 // padded[t + a * l + b]. Columns j >= ow of each row are computed and thrown away; a flat loop
 // keeps vectors full even on 7x7 planes.
@@ -126,12 +174,37 @@ LUMEN_VEC_INLINE inline void row_generic(const ConvParams &p, const Padded &pd, 
   }
 }
 
-enum class Kind { Generic, S1, S2 };
+// S1, S2: 3x3 with unrolled taps; Flat: any other kernel with one stride for rows and columns;
+// Generic: row by row (different row and column strides).
+enum class Kind { Generic, S1, S2, Flat };
 
-// Per-thread buffers: the padded plane, its parity planes and a block of flat outputs.
+// The Flat layout: phase planes of `rows` x `l` (the padded plane itself for stride 1), and each
+// tap's offset into them (phase plane index, then offset within).
+struct FlatTaps {
+  int64_t stride = 1, rows = 0, l = 0;
+  std::vector<int64_t> phase, offset;
+};
+
+FlatTaps flat_taps_for(const ConvParams &p, const Padded &pd) {
+  FlatTaps f;
+  f.stride = p.sh;
+  f.rows = ceil_div(pd.rows, f.stride);
+  f.l = ceil_div(pd.cols, f.stride);
+  for (int64_t a = 0; a < p.kh; ++a)
+    for (int64_t b = 0; b < p.kw; ++b) {
+      const int64_t r = a * p.dh, c = b * p.dw;
+      f.phase.push_back((r % f.stride) * f.stride + c % f.stride);
+      f.offset.push_back((r / f.stride) * f.l + c / f.stride);
+    }
+  return f;
+}
+
+// Per-thread buffers: the padded plane, its parity (or phase) planes, a block of flat outputs and
+// the flat taps' source pointers.
 template <class T>
 struct Scratch {
   std::vector<T> padded, quads, flat;
+  std::vector<const T *> taps;
 };
 
 constexpr int64_t kFlatBlock = 2048;  // flat outputs per block: 8 KiB of float, stays in L1
@@ -139,8 +212,9 @@ constexpr int64_t kDirectWidth = 64;  // output rows at least this wide are comp
 
 template <class T>
 LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd,
-                                          Scratch<T> &s, const T *k, T bias, const T *residual,
-                                          const Epilogue<T> &epilogue, bool has_epilogue, T *y) {
+                                          const FlatTaps &ft, Scratch<T> &s, const T *k, T bias,
+                                          const T *residual, const Epilogue<T> &epilogue,
+                                          bool has_epilogue, T *y) {
   auto finish_row = [&](int64_t i) {
     if (has_epilogue)
       epilogue.apply(y + i * p.ow, p.ow, nullptr, residual ? residual + i * p.ow : nullptr);
@@ -154,12 +228,20 @@ LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const 
     }
     return;
   }
-  // Flat rows have stride l (padded width for stride 1, parity-plane width for stride 2).
-  const int64_t l = kind == Kind::S1 ? pd.cols : p.ow + 1;
+  // Flat rows have stride l (padded width for stride 1, parity-plane width for stride 2, phase
+  // width for Flat).
+  const int64_t l = kind == Kind::S1 ? pd.cols : kind == Kind::Flat ? ft.l : p.ow + 1;
   const T *q = s.quads.data();
   const int64_t qplane = (p.oh + 1) * l;
+  const T *phases = ft.stride == 1 ? s.padded.data() : s.quads.data();
   auto run = [&](int64_t t0, T *out, int64_t len) LUMEN_VEC_INLINE {
-    if (kind == Kind::S1)
+    if (kind == Kind::Flat) {
+      const int64_t taps = static_cast<int64_t>(ft.offset.size());
+      for (int64_t i = 0; i < taps; ++i)
+        s.taps[size_t(i)] =
+            phases + ft.phase[size_t(i)] * ft.rows * ft.l + ft.offset[size_t(i)] + t0;
+      flat_taps(s.taps.data(), k, taps, bias, out, len);
+    } else if (kind == Kind::S1)
       flat_3x3_s1(s.padded.data() + t0, l, k, bias, out, len);
     else
       flat_3x3_s2(q + t0, q + qplane + t0, q + 2 * qplane + t0, q + 3 * qplane + t0, l, k, bias,
@@ -277,12 +359,13 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
     return pointwise_planes(pool, p, x, w, bias, residual, epilogue, y);
   if (channels_in_lanes(pool, p, x, w, bias, residual, epilogue, y)) return;
   const bool is3x3 = p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && p.sh == p.sw;
-  const Kind kind = !is3x3      ? Kind::Generic
-                    : p.sw == 1 ? Kind::S1
-                    : p.sw == 2 ? Kind::S2
-                                : Kind::Generic;
+  const Kind kind = p.sh != p.sw         ? Kind::Generic
+                    : is3x3 && p.sw == 1 ? Kind::S1
+                    : is3x3 && p.sw == 2 ? Kind::S2
+                                         : Kind::Flat;
   const Padded pd{(p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1,
                   (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1};
+  const FlatTaps ft = kind == Kind::Flat ? flat_taps_for(p, pd) : FlatTaps{};
   // Input planes, each feeding p.mg output planes; ~32K multiply-adds per parallel chunk (a
   // 576-channel 7x7 layer has only 254K in all, and must still use every thread).
   const int64_t planes = p.n * p.c;
@@ -292,32 +375,37 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
   const bool avx2 = false;
 #endif
   const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
-  pool.parallel_for(planes, std::max<int64_t>(1, (int64_t(1) << 15) / work),
-                    [&](int64_t begin, int64_t end) {
-                      thread_local Scratch<T> s;
-                      // Zero once: pad_plane and split_quads write the same places every plane.
-                      if (kind == Kind::S2)
-                        s.quads.assign(size_t(4 * (p.oh + 1) * (p.ow + 1)), T(0));
-                      else
-                        s.padded.assign(size_t(pd.rows * pd.cols), T(0));
-                      s.flat.resize(size_t(kFlatBlock + pd.cols + 1));
-                      for (int64_t q = begin; q < end; ++q) {
-                        // One ISA dispatch per plane: copies and taps all run vectorized.
-                        vec::run_best([&]() LUMEN_VEC_INLINE {
-                          if (kind == Kind::S2)
-                            split_quads(p, pd, x + q * in_plane, s.quads.data(), avx2);
-                          else
-                            pad_plane(p, pd, x + q * in_plane, s.padded.data());
-                          const int64_t n = q / p.c, c = q % p.c;
-                          for (int64_t g = 0; g < p.mg; ++g) {
-                            const int64_t m = c * p.mg + g, out = n * p.m + m;
-                            output_plane(p, kind, pd, s, w + m * kernel_area, bias ? bias[m] : T(0),
-                                         residual ? residual + out * out_plane : nullptr, epilogue,
-                                         has_epilogue, y + out * out_plane);
-                          }
-                        });
-                      }
-                    });
+  pool.parallel_for(
+      planes, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t begin, int64_t end) {
+        thread_local Scratch<T> s;
+        // Zero once: pad_plane and split_quads write the same places every plane.
+        if (kind == Kind::S2)
+          s.quads.assign(size_t(4 * (p.oh + 1) * (p.ow + 1)), T(0));
+        else if (kind == Kind::Flat && ft.stride > 1)
+          s.quads.assign(size_t(ft.stride * ft.stride * ft.rows * ft.l), T(0));
+        else
+          s.padded.assign(size_t(pd.rows * pd.cols), T(0));
+        s.flat.resize(size_t(kFlatBlock + pd.cols + 1));
+        s.taps.resize(ft.offset.size());
+        for (int64_t q = begin; q < end; ++q) {
+          // One ISA dispatch per plane: copies and taps all run vectorized.
+          vec::run_best([&]() LUMEN_VEC_INLINE {
+            if (kind == Kind::S2)
+              split_quads(p, pd, x + q * in_plane, s.quads.data(), avx2);
+            else if (kind == Kind::Flat && ft.stride > 1)
+              split_phases(p, pd, ft.stride, ft.rows, ft.l, x + q * in_plane, s.quads.data());
+            else
+              pad_plane(p, pd, x + q * in_plane, s.padded.data());
+            const int64_t n = q / p.c, c = q % p.c;
+            for (int64_t g = 0; g < p.mg; ++g) {
+              const int64_t m = c * p.mg + g, out = n * p.m + m;
+              output_plane(p, kind, pd, ft, s, w + m * kernel_area, bias ? bias[m] : T(0),
+                           residual ? residual + out * out_plane : nullptr, epilogue, has_epilogue,
+                           y + out * out_plane);
+            }
+          });
+        }
+      });
 }
 
 template void depthwise_conv2d<float>(ThreadPool &, const ConvParams &, const float *,
