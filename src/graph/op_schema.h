@@ -81,6 +81,10 @@ struct OpSchema {
   // Inputs may be sequences or optionals (control flow, sequence and optional ops); other ops
   // reject them with an error naming the input.
   bool takes_containers = false;
+  // Output sizes depend on input values and cost as much to find as the op itself (non max
+  // suppression): where inference could not size the outputs at compile time, a run infers
+  // without the values (checks only) and the kernel gets undefined outputs, which it allocates.
+  bool kernel_sizes_outputs = false;
 };
 
 void register_op(OpSchema schema);

@@ -219,9 +219,16 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
     if (step.builtin) {
       outs = step.builtin(step, step_inputs);
     } else {
-      const std::vector<TensorType> out_types = infer_types(*step.schema, ctx);
-      outs = run_kernel(step.kernel, *step.backend, step_inputs, out_types, step.attrs, *pool,
-                        step.schema->name, step.node, step.prepared.get());
+      // The kernel sizes its outputs: inference would do its work a second time.
+      const bool by_kernel = step.schema->kernel_sizes_outputs;
+      std::vector<TensorType> out_types;
+      if (by_kernel)
+        check_inputs(*step.schema, ctx);
+      else
+        out_types = infer_types(*step.schema, ctx);
+      outs = run_kernel(step.kernel, *step.backend, step_inputs, by_kernel ? nullptr : &out_types,
+                        step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
+                        step.prepared.get());
     }
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();

@@ -23,22 +23,32 @@ Backend &select_backend(std::string_view op, DType dtype, std::string_view backe
        " inputs");
 }
 
+void check_inputs(const OpSchema &schema, InferContext ctx) {
+  ctx.values.clear();
+  try {
+    infer_types(schema, ctx);
+  } catch (const DeferredInference &) {  // reached the values: every check before them passed
+  }
+}
+
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
-                               const std::vector<TensorType> &types, const Attributes &attrs,
-                               ThreadPool &pool, std::string_view op, std::string_view node,
-                               const void *prepared) {
+                               const std::vector<TensorType> *types, size_t num_outputs,
+                               const Attributes &attrs, ThreadPool &pool, std::string_view op,
+                               std::string_view node, const void *prepared) {
   std::vector<Tensor> contiguous_inputs;
   contiguous_inputs.reserve(inputs.size());
   for (const Tensor &t : inputs) contiguous_inputs.push_back(t.defined() ? t.contiguous() : t);
-  std::vector<Tensor> outputs;
-  outputs.reserve(types.size());
-  for (const TensorType &type : types)
-    outputs.push_back(Tensor::empty(type.shape, type.dtype, &backend.allocator()));
+  std::vector<Tensor> outputs(types ? types->size() : num_outputs);
+  if (types)
+    for (size_t i = 0; i < types->size(); ++i)
+      outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
 
   KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
   for (const Tensor &t : contiguous_inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
   for (Tensor &t : outputs) ctx.outputs.push_back(&t);
   kernel(ctx);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].defined()) fail("op '", op, "' (node '", node, "'): output ", i, " not made");
   return outputs;
 }
 
@@ -53,11 +63,18 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
     ictx.inputs.push_back(inputs[i].defined() ? &types[i] : nullptr);
     ictx.values.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
   }
-  const std::vector<TensorType> out_types = infer_types(schema, ictx);
+  // Ops whose kernels size their outputs are not inferred (their work twice), only checked.
+  const bool by_kernel = schema.kernel_sizes_outputs && schema.num_outputs != kVariadicOutputs;
+  std::vector<TensorType> out_types;
+  if (by_kernel)
+    check_inputs(schema, ictx);
+  else
+    out_types = infer_types(schema, ictx);
   const DType dtype = kernel_dtype(ictx.inputs);
   Backend &backend = select_backend(op, dtype, backend_name, op);
-  return run_kernel(backend.find_kernel(op, dtype), backend, inputs, out_types, attrs,
-                    default_thread_pool(), op, op);
+  return run_kernel(backend.find_kernel(op, dtype), backend, inputs,
+                    by_kernel ? nullptr : &out_types, by_kernel ? size_t(schema.num_outputs) : 0,
+                    attrs, default_thread_pool(), op, op);
 }
 
 std::vector<std::string> list_ops() {

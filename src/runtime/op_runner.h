@@ -18,10 +18,15 @@ Backend &select_backend(std::string_view op, DType dtype, std::string_view backe
 // The dtype that keys kernel lookup: that of input 0.
 DType kernel_dtype(const std::vector<const TensorType *> &inputs);
 
-// Runs the kernel with inputs already checked; allocates and returns the outputs of `types`.
+// For ops whose kernels size their outputs: inference run for its checks only, without the input
+// values (so it stops where the values would be needed, before doing the op's work).
+void check_inputs(const OpSchema &schema, InferContext ctx);
+
+// Runs the kernel with inputs already checked; allocates and returns the outputs of `types`, or
+// with `types` null (OpSchema::kernel_sizes_outputs) `num_outputs` outputs the kernel allocates.
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
-                               const std::vector<TensorType> &types, const Attributes &attrs,
-                               ThreadPool &pool, std::string_view op, std::string_view node,
-                               const void *prepared = nullptr);
+                               const std::vector<TensorType> *types, size_t num_outputs,
+                               const Attributes &attrs, ThreadPool &pool, std::string_view op,
+                               std::string_view node, const void *prepared = nullptr);
 
 }  // namespace lumen

@@ -1,6 +1,7 @@
 """Sequences, optionals and strings from ONNX: the sequence and optional ops, sequences carried
 through Loop and returned from If, graph inputs and outputs as lists and None, string tensors and
-the string ops; checked against onnxruntime, plus the errors they must give."""
+the string ops, and NonMaxSuppression sized by its kernel; checked against onnxruntime, plus
+the errors they must give."""
 
 import numpy as np
 import pytest
@@ -248,3 +249,19 @@ def test_save_optimized_refuses_sequences(tmp_path):
     model = lumen.load_onnx(proto.SerializeToString())
     with pytest.raises(lumen.Error, match="sequences, optionals and strings cannot be written"):
         model.save_optimized(str(tmp_path / "out.onnx"))
+
+
+def test_nms_sized_by_its_kernel_still_checks_inputs():
+    """NonMaxSuppression's rows are counted once, by the kernel (inference would do the whole
+    selection again); inference still checks the inputs at run time, without the values."""
+    nodes = [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max", "iou"], ["sel"],
+                              name="nms")]
+    proto = make_model(nodes, [vi("boxes", F, [1, "n", 4]), vi("scores", F, [1, 2, "m"])],
+                       [vi("sel", I64, None)],
+                       [const("max", np.array([3], np.int64)), const("iou", np.float32(0.5))])
+    xy = RNG.uniform(0, 10, (1, 40, 2)).astype(np.float32)
+    boxes = np.concatenate([xy, xy + RNG.uniform(1, 4, (1, 40, 2)).astype(np.float32)], axis=2)
+    scores = RNG.uniform(0, 1, (1, 2, 40)).astype(np.float32)
+    compiled = check(proto, {"boxes": boxes, "scores": scores})
+    with pytest.raises(lumen.Error, match=r"boxes \[1, 40, 4\] and scores \[1, 2, 39\] do not match"):
+        compiled.run({"boxes": boxes, "scores": scores[:, :, :39]})

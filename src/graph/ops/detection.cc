@@ -60,8 +60,11 @@ std::vector<TensorType> infer_nms(const InferContext &ctx) {
   return {{DType::Int64, Shape{int64_t(sel.size()), 3}}};
 }
 
-LUMEN_REGISTER_OP(
-    {.name = "non_max_suppression", .min_inputs = 2, .max_inputs = 5, .infer = infer_nms});
+LUMEN_REGISTER_OP({.name = "non_max_suppression",
+                   .min_inputs = 2,
+                   .max_inputs = 5,
+                   .infer = infer_nms,
+                   .kernel_sizes_outputs = true});
 
 // det (ONNX Det 11/22): determinants of the square matrices in the last two dims.
 //   input: x [..., M, M] (float). output: [...], x's dtype.

@@ -18,6 +18,7 @@ void non_max_suppression(KernelContext &ctx) {
   const auto rows =
       detection_detail::nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
   Tensor &y = ctx.output(0);
+  if (!y.defined()) y = Tensor::empty({int64_t(rows.size()), 3}, DType::Int64);  // sized here
   if (y.numel() != int64_t(rows.size()) * 3)
     ctx.fail("output holds ", y.numel(), " values, the selection has ", rows.size(), " rows");
   int64_t *p = y.data<int64_t>();

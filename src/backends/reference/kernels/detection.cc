@@ -36,26 +36,42 @@ std::vector<double> all_f64(const Tensor &t) {
 }
 
 namespace {
-// True when box a suppresses box b (IoU > threshold).
-bool suppress(const double *a, const double *b, bool center, double threshold) {
-  double ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
-  if (center) {
-    ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
-    bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
-  } else {
-    ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]);
-    ay0 = std::min(a[0], a[2]), ay1 = std::max(a[0], a[2]);
-    bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]);
-    by0 = std::min(b[0], b[2]), by1 = std::max(b[0], b[2]);
+// Boxes as corners (x0 <= x1, y0 <= y1) and areas, for the IoU tests.
+struct Corners {
+  std::vector<double> x0, y0, x1, y1, area;
+  void push(const double *v, bool center) {
+    double ax0, ax1, ay0, ay1;
+    if (center) {
+      ax0 = v[0] - v[2] / 2, ax1 = v[0] + v[2] / 2, ay0 = v[1] - v[3] / 2, ay1 = v[1] + v[3] / 2;
+    } else {
+      ax0 = std::min(v[1], v[3]), ax1 = std::max(v[1], v[3]);
+      ay0 = std::min(v[0], v[2]), ay1 = std::max(v[0], v[2]);
+    }
+    x0.push_back(ax0), x1.push_back(ax1), y0.push_back(ay0), y1.push_back(ay1);
+    area.push_back((ax1 - ax0) * (ay1 - ay0));
   }
-  const double ix0 = std::max(ax0, bx0), ix1 = std::min(ax1, bx1);
-  const double iy0 = std::max(ay0, by0), iy1 = std::min(ay1, by1);
-  if (ix1 <= ix0 || iy1 <= iy0) return false;
-  const double inter = (ix1 - ix0) * (iy1 - iy0);
-  const double area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0);
-  const double uni = area_a + area_b - inter;
-  if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
-  return inter / uni > threshold;
+  void push(const Corners &o, size_t i) {
+    x0.push_back(o.x0[i]), y0.push_back(o.y0[i]), x1.push_back(o.x1[i]), y1.push_back(o.y1[i]);
+    area.push_back(o.area[i]);
+  }
+  void clear() { x0.clear(), y0.clear(), x1.clear(), y1.clear(), area.clear(); }
+};
+
+// True when a kept box (index k of `kept`) suppresses box i of `all`: IoU > threshold. The kept
+// boxes are contiguous so the test streams through them; most pairs fail the overlap test.
+bool suppressed(const Corners &all, size_t i, const Corners &kept, double threshold) {
+  const double bx0 = all.x0[i], bx1 = all.x1[i], by0 = all.y0[i], by1 = all.y1[i];
+  const double area_b = all.area[i];
+  for (size_t k = 0; k < kept.x0.size(); ++k) {
+    const double ix0 = std::max(kept.x0[k], bx0), ix1 = std::min(kept.x1[k], bx1);
+    const double iy0 = std::max(kept.y0[k], by0), iy1 = std::min(kept.y1[k], by1);
+    if (ix1 <= ix0 || iy1 <= iy0) continue;
+    const double inter = (ix1 - ix0) * (iy1 - iy0);
+    const double area_a = kept.area[k], uni = area_a + area_b - inter;
+    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) continue;
+    if (inter / uni > threshold) return true;
+  }
+  return false;
 }
 }  // namespace
 
@@ -81,26 +97,22 @@ std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *>
   const std::vector<double> bv = all_f64(boxes), sv = all_f64(scores);
   std::vector<std::array<int64_t, 3>> out;
   if (max_out == 0) return out;
+  Corners corners, kept;
   for (int64_t b = 0; b < B; ++b) {
+    corners.clear();
+    for (int64_t i = 0; i < S; ++i) corners.push(&bv[size_t((b * S + i) * 4)], center);
     for (int64_t c = 0; c < C; ++c) {
       const double *s = &sv[size_t((b * C + c) * S)];
       std::vector<int64_t> cand;
       for (int64_t i = 0; i < S; ++i)
         if (!has_score || s[i] > score_thr) cand.push_back(i);
       std::stable_sort(cand.begin(), cand.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
-      std::vector<int64_t> kept;
+      kept.clear();
       for (int64_t i : cand) {
-        if (int64_t(kept.size()) >= max_out) break;
-        bool keep = true;
-        for (int64_t j : kept)
-          if (suppress(&bv[size_t((b * S + i) * 4)], &bv[size_t((b * S + j) * 4)], center, iou)) {
-            keep = false;
-            break;
-          }
-        if (keep) {
-          kept.push_back(i);
-          out.push_back({b, c, i});
-        }
+        if (int64_t(kept.x0.size()) >= max_out) break;
+        if (suppressed(corners, size_t(i), kept, iou)) continue;
+        kept.push(corners, size_t(i));
+        out.push_back({b, c, i});
       }
     }
   }
@@ -115,6 +127,7 @@ void non_max_suppression(KernelContext &ctx) {
   const auto sel =
       detection_detail::nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
   Tensor &y = ctx.output(0);
+  if (!y.defined()) y = Tensor::empty({int64_t(sel.size()), 3}, DType::Int64);  // sized here
   if (y.numel() != int64_t(sel.size()) * 3)
     ctx.fail("output holds ", y.numel(), " values, selection has ", sel.size(), " rows");
   int64_t *p = y.data<int64_t>();
