@@ -173,6 +173,11 @@ TEST(CpuCoverage, ConvNd) {
       {{1, 8, 20}, {8, 1, 7}, 8, {1}, {3, 3}, {1}},  // depthwise 1-D
       {{1, 3, 6, 10, 10}, {5, 3, 3, 3, 3}, 1, {1, 2, 2}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
       {{2, 4, 4, 7, 5}, {4, 2, 1, 3, 2}, 2, {2, 1, 1}, {0, 1, 0, 0, 1, 1}, {1, 2, 1}},
+      // Columns taken a tile at a time (depth 1728: ~1200 positions per tile, tiles ending
+      // inside rows), an R3D-style layer; pads wider than the kernel; stride 3 in the last dim.
+      {{1, 64, 16, 16, 16}, {8, 64, 3, 3, 3}, 1, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}},
+      {{1, 2, 5, 6, 9}, {3, 2, 2, 2, 3}, 1, {2, 1, 3}, {3, 0, 4, 1, 2, 5}, {2, 1, 2}},
+      {{2, 3, 41}, {4, 3, 4}, 1, {3}, {5, 6}, {2}},
   };
   for (const Case &c : cases) {
     const Tensor x = random_tensor(c.x, 24), w = random_tensor(c.w, 25);

@@ -1,8 +1,9 @@
 // CPU conv_nd (float32): convolution with any number of spatial dims (1-D audio, 3-D video),
-// groups, strides, pads and dilations, as im2col + the packed GEMM. Per image and group, the
-// column matrix [C/group * prod(kernel), prod(output)] is gathered (zeros where a tap falls in
-// the padding; rows shared out over the pool), then W_g [M/group, C/group * prod(kernel)] times it
-// gives the output rows, to which the bias is added.
+// groups, strides, pads and dilations, as im2col + the packed GEMM. Per image, group and tile of
+// output positions, the column matrix [C/group * prod(kernel), tile] is gathered (zeros where a
+// tap falls in the padding; rows shared out over the pool; innermost-dim runs copied with their
+// valid range computed once), then W_g [M/group, C/group * prod(kernel)] times it gives the
+// output columns, to which the bias is added.
 #include <algorithm>
 #include <vector>
 
@@ -12,69 +13,117 @@
 namespace lumen {
 namespace {
 
+// Columns per GEMM: the column matrix of a 3-D conv is taps times larger than its input (R3D-18:
+// 347 MB per image), so output positions are taken a tile at a time (~8 MiB of columns).
+constexpr int64_t kColumnBytes = int64_t{8} << 20;
+
+struct ConvGeometry {
+  size_t k;  // spatial dims
+  std::vector<int64_t> in, out, kernel, strides, pads, dilations;
+  int64_t in_size = 1, out_size = 1, taps = 1;
+};
+
+// Column rows [row_begin, row_end) for output positions [o0, o0 + len): row r is input channel
+// r / taps at tap r % taps. Output positions are walked a run of the innermost dim at a time: the
+// input index is then i = o * stride - pad + tap * dilation, valid on one range of o (zeros
+// outside), a plain copy for stride 1.
+void gather_columns(const ConvGeometry &g, const float *xg, int64_t row_begin, int64_t row_end,
+                    int64_t o0, int64_t len, float *col) {
+  const size_t k = g.k, last = k - 1;
+  std::vector<int64_t> tap(k), pos(k);
+  const int64_t w_out = g.out[last], w_in = g.in[last], s = g.strides[last];
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    for (int64_t rem = row % g.taps, d = int64_t(k); d-- > 0;) {
+      tap[size_t(d)] = rem % g.kernel[size_t(d)];
+      rem /= g.kernel[size_t(d)];
+    }
+    const float *plane = xg + (row / g.taps) * g.in_size;
+    float *dst = col + (row - row_begin) * len;
+    // Valid output columns of the innermost dim for this tap: 0 <= o * s + shift < w_in.
+    const int64_t shift = tap[last] * g.dilations[last] - g.pads[last];
+    const int64_t lo = std::clamp<int64_t>(shift >= 0 ? 0 : (-shift + s - 1) / s, 0, w_out);
+    const int64_t hi =
+        std::clamp<int64_t>(w_in - shift > 0 ? (w_in - shift + s - 1) / s : 0, lo, w_out);
+    int64_t o = o0;
+    for (size_t d = k; d-- > 0;) {  // the multi-index of output position o0
+      pos[d] = o % g.out[d];
+      o /= g.out[d];
+    }
+    for (int64_t done = 0; done < len;) {
+      // Offset of the run's row in the input and whether the outer dims fall inside it.
+      int64_t base = 0;
+      bool inside = true;
+      for (size_t d = 0; d < last; ++d) {
+        const int64_t i = pos[d] * g.strides[d] - g.pads[d] + tap[d] * g.dilations[d];
+        inside = inside && i >= 0 && i < g.in[d];
+        base = base * g.in[d] + i;
+      }
+      const int64_t j0 = pos[last], run = std::min(w_out - j0, len - done);
+      float *out = dst + done;
+      if (!inside) {
+        std::fill(out, out + run, 0.f);
+      } else {
+        const float *src = plane + base * w_in;  // src[j * s + shift] for valid j
+        for (int64_t j = j0; j < j0 + run; ++j)
+          out[j - j0] = j >= lo && j < hi ? src[j * s + shift] : 0.f;
+      }
+      done += run;
+      if (j0 + run < w_out) break;  // the tile ends inside this run
+      pos[last] = 0;
+      for (size_t d = last; d-- > 0;) {  // the next run: carry into the outer dims
+        if (++pos[d] < g.out[d]) break;
+        pos[d] = 0;
+      }
+    }
+  }
+}
+
 void conv_nd(KernelContext &ctx) {
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
   Tensor &ty = ctx.output(0);
-  const size_t k = tx.rank() - 2;
-  const std::vector<int64_t> in(tx.shape().begin() + 2, tx.shape().end());
-  const std::vector<int64_t> out(ty.shape().begin() + 2, ty.shape().end());
-  const std::vector<int64_t> kernel(tw.shape().begin() + 2, tw.shape().end());
-  const auto strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(k, 1));
-  const auto pads = ctx.attrs.get_ints("pads", std::vector<int64_t>(2 * k, 0));
-  const auto dilations = ctx.attrs.get_ints("dilations", std::vector<int64_t>(k, 1));
+  ConvGeometry g;
+  g.k = tx.rank() - 2;
+  const size_t k = g.k;
+  g.in.assign(tx.shape().begin() + 2, tx.shape().end());
+  g.out.assign(ty.shape().begin() + 2, ty.shape().end());
+  g.kernel.assign(tw.shape().begin() + 2, tw.shape().end());
+  g.strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(k, 1));
+  g.pads = ctx.attrs.get_ints("pads", std::vector<int64_t>(2 * k, 0));
+  g.dilations = ctx.attrs.get_ints("dilations", std::vector<int64_t>(k, 1));
   const int64_t n = tx.shape()[0], c = tx.shape()[1], m = tw.shape()[0];
   const int64_t group = ctx.attrs.get_int("group", 1);
-  if (group < 1 || c % group != 0 || m % group != 0 || tw.shape()[1] != c / group ||
-      strides.size() != k || pads.size() != 2 * k || dilations.size() != k)
+  if (k == 0 || group < 1 || c % group != 0 || m % group != 0 || tw.shape()[1] != c / group ||
+      g.strides.size() != k || g.pads.size() != 2 * k || g.dilations.size() != k)
     ctx.fail("input ", tx.shape().to_string(), ", weight ", tw.shape().to_string(), " and group ",
              group, " do not fit");
   const int64_t cg = c / group, mg = m / group;
-  int64_t in_size = 1, out_size = 1, taps = 1;
-  for (size_t d = 0; d < k; ++d) in_size *= in[d], out_size *= out[d], taps *= kernel[d];
-  const int64_t depth = checked_mul(cg, taps, "conv_nd GEMM depth");
+  for (size_t d = 0; d < k; ++d)
+    g.in_size *= g.in[d], g.out_size *= g.out[d], g.taps *= g.kernel[d];
+  const int64_t depth = checked_mul(cg, g.taps, "conv_nd GEMM depth");
   if (ty.numel() == 0) return;
-  std::vector<float> col(static_cast<size_t>(checked_mul(depth, out_size, "conv_nd columns")));
+  const int64_t tile = std::clamp<int64_t>(
+      kColumnBytes / std::max<int64_t>(1, depth * int64_t(sizeof(float))), 64, g.out_size);
+  std::vector<float> col(static_cast<size_t>(checked_mul(depth, tile, "conv_nd columns")));
   const float *x = tx.data<float>(), *w = tw.data<float>();
   const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   float *y = ty.data<float>();
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t g = 0; g < group; ++g) {
-      const float *xg = x + (b * c + g * cg) * in_size;
-      ctx.pool.parallel_for(
-          depth, std::max<int64_t>(1, (1 << 14) / out_size), [&](int64_t begin, int64_t end) {
-            std::vector<int64_t> tap(k), pos(k);
-            for (int64_t row = begin; row < end; ++row) {
-              const int64_t channel = row / taps;
-              for (int64_t rem = row % taps, d = int64_t(k); d-- > 0;) {
-                tap[size_t(d)] = rem % kernel[size_t(d)];
-                rem /= kernel[size_t(d)];
-              }
-              const float *plane = xg + channel * in_size;
-              float *dst = col.data() + row * out_size;
-              std::fill(pos.begin(), pos.end(), 0);
-              for (int64_t o = 0; o < out_size; ++o) {
-                int64_t off = 0;
-                bool inside = true;
-                for (size_t d = 0; d < k; ++d) {
-                  const int64_t i = pos[d] * strides[d] - pads[d] + tap[d] * dilations[d];
-                  inside = inside && i >= 0 && i < in[d];
-                  off = off * in[d] + i;
-                }
-                dst[o] = inside ? plane[off] : 0.f;
-                for (size_t d = k; d-- > 0;) {  // next output position
-                  if (++pos[d] < out[d]) break;
-                  pos[d] = 0;
-                }
-              }
-            }
-          });
-      float *yg = y + (b * m + g * mg) * out_size;
-      cpu::sgemm(ctx.pool, mg, out_size, depth, cpu::StridedA(w + g * mg * depth, depth, false),
-                 cpu::StridedB(col.data(), out_size, false), yg, out_size);
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const float *xg = x + (b * c + gi * cg) * g.in_size;
+      float *yg = y + (b * m + gi * mg) * g.out_size;
+      for (int64_t o0 = 0; o0 < g.out_size; o0 += tile) {
+        const int64_t len = std::min(tile, g.out_size - o0);
+        ctx.pool.parallel_for(
+            depth, std::max<int64_t>(1, (1 << 14) / len), [&](int64_t begin, int64_t end) {
+              gather_columns(g, xg, begin, end, o0, len, col.data() + begin * len);
+            });
+        cpu::sgemm(ctx.pool, mg, len, depth, cpu::StridedA(w + gi * mg * depth, depth, false),
+                   cpu::StridedB(col.data(), len, false), yg + o0, g.out_size);
+      }
       if (bias)
         for (int64_t r = 0; r < mg; ++r) {
-          const float v = bias[g * mg + r];
-          for (int64_t o = 0; o < out_size; ++o) yg[r * out_size + o] += v;
+          const float v = bias[gi * mg + r];
+          for (int64_t o = 0; o < g.out_size; ++o) yg[r * g.out_size + o] += v;
         }
     }
 }
