@@ -17,7 +17,8 @@ def _info(v):
         shape = tuple(n or None for n in names)
     elif shape is not None and len(names) == len(shape):
         shape = tuple(d if d is not None or not n else n for d, n in zip(shape, names))
-    return {"name": v.name, "dtype": v.dtype, "shape": shape}
+    # Sequences and optionals show their items' type: "seq(float32)".
+    return {"name": v.name, "dtype": v.type, "shape": shape}
 
 
 class Model:

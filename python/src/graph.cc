@@ -147,6 +147,9 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_prop_ro("name", &Value::name)
       .def_prop_ro("dtype", [](const Value &v) { return std::string(dtype_name(v.dtype())); })
       .def_prop_ro(
+          "type", [](const Value &v) { return type_name(v.dtype(), v.element_type()); },
+          "'float32', or for sequences and optionals 'seq(float32)', 'optional(seq(int64))'...")
+      .def_prop_ro(
           "shape",
           [](const Value &v) -> nb::object {
             if (!v.has_shape()) return nb::none();

@@ -102,6 +102,7 @@ def test_sequence_ops_against_onnxruntime():
     feeds = {k: RNG.standard_normal((2, 3)).astype(np.float32) for k in "abc"}
     compiled = check(proto, feeds)
     assert compiled.executable.outputs[4].type == "seq(float32)"
+    assert compiled.outputs[4]["dtype"] == "seq(float32)"  # what `lumen inspect` prints
 
 
 @pytest.mark.parametrize("split,attrs", [(None, {"keepdims": 0}), (None, {}),
