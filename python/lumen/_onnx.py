@@ -107,11 +107,11 @@ class CompiledModel:
 
     @property
     def inputs(self):
-        return [{"name": i.name, "dtype": i.dtype, "shape": i.shape} for i in self.executable.inputs]
+        return [{"name": i.name, "dtype": i.type, "shape": i.shape} for i in self.executable.inputs]
 
     @property
     def outputs(self):
-        return [{"name": o.name, "dtype": o.dtype, "shape": o.shape}
+        return [{"name": o.name, "dtype": o.type, "shape": o.shape}
                 for o in self.executable.outputs]
 
     def run(self, feeds):
