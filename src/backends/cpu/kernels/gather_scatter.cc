@@ -9,18 +9,13 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/dtype_lists.h"
+#include "backends/common/nd_index_geometry.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
-
-int64_t product(const Shape &s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= s[d];
-  return p;
-}
 
 // The indices as int64, each resolved into [0, dim(i)) or a failure naming it.
 template <class DimOf>
@@ -120,22 +115,14 @@ std::vector<int64_t> tuple_offsets(const KernelContext &ctx, const Tensor &idx, 
 void gather_nd(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   Tensor &y = ctx.output(0);
-  const auto b = static_cast<size_t>(ctx.attrs.get_int("batch_dims", 0));
-  const size_t r = data.rank(), q = idx.rank();
-  if (q < 1 || b >= std::min(q, r)) ctx.fail("bad batch_dims ", b);
-  const auto m = static_cast<size_t>(idx.shape()[q - 1]);
-  if (m < 1 || b + m > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
-  const int64_t batches = product(idx.shape(), 0, b), per_batch = product(idx.shape(), b, q - 1);
-  const size_t slice = size_t(product(data.shape(), b + m, r)) * dtype_size(data.dtype());
-  const size_t data_batch = size_t(product(data.shape(), b, b + m)) * slice;
-  if (size_t(batches * per_batch) * slice != y.nbytes())
-    ctx.fail("output ", y.shape().to_string(), " does not match data ", data.shape().to_string(),
-             " and indices ", idx.shape().to_string());
-  const std::vector<int64_t> offsets = tuple_offsets(ctx, idx, data.shape(), b, m);
+  const GatherNdGeometry g = gather_nd_geometry(ctx);
+  const int64_t per_batch = g.per_batch;
+  const size_t slice = g.slice, data_batch = g.data_batch;
+  const std::vector<int64_t> offsets = tuple_offsets(ctx, idx, data.shape(), g.b, g.m);
   const auto *src = static_cast<const char *>(data.raw_data());
   auto *dst = static_cast<char *>(y.raw_data());
   ctx.pool.parallel_for(
-      batches * per_batch, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, int64_t(slice))),
+      g.batches * per_batch, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, int64_t(slice))),
       [&](int64_t begin, int64_t end) {
         for (int64_t j = begin; j < end; ++j)
           std::memcpy(dst + size_t(j) * slice,
@@ -187,18 +174,9 @@ void scatter_slices(const KernelContext &ctx, const Tensor &data, const Tensor &
 
 void scatter_nd(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
-  Tensor &y = ctx.output(0);
-  const size_t r = data.rank(), q = idx.rank();
-  if (q < 1 || y.shape() != data.shape() || upd.dtype() != data.dtype())
-    ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
-             " and updates ", upd.shape().to_string(), " do not fit");
-  const auto k = static_cast<size_t>(idx.shape()[q - 1]);
-  if (k < 1 || k > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
-  const int64_t count = product(idx.shape(), 0, q - 1), slice = product(data.shape(), k, r);
-  if (checked_mul(count, slice) != upd.numel())
-    ctx.fail("updates ", upd.shape().to_string(), " do not fit indices ", idx.shape().to_string(),
-             " and data ", data.shape().to_string());
-  scatter_slices(ctx, data, upd, y, tuple_offsets(ctx, idx, data.shape(), 0, k), slice);
+  const ScatterNdGeometry g = scatter_nd_geometry(ctx);
+  scatter_slices(ctx, data, upd, ctx.output(0), tuple_offsets(ctx, idx, data.shape(), 0, g.k),
+                 g.slice);
 }
 
 // y = data, then y[i with its axis coordinate replaced by indices[i]] = updates[i] (or combined

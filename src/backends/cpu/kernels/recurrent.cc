@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/recurrent_shape.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "core/kernel.h"
 
@@ -28,36 +29,16 @@ bool default_activations(const KernelContext &ctx, const std::vector<std::string
 }
 
 void recurrent(KernelContext &ctx) {
-  const std::string op(ctx.op);
-  const int64_t g = op == "lstm" ? 4 : op == "gru" ? 3 : 1;
-  const std::vector<std::string> defaults =
-      g == 4   ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-      : g == 3 ? std::vector<std::string>{"Sigmoid", "Tanh"}
-               : std::vector<std::string>{"Tanh"};
-  if (ctx.attrs.has("clip") || !default_activations(ctx, defaults) ||
+  const RecurrentShape s = recurrent_shape(ctx);
+  if (ctx.attrs.has("clip") || !default_activations(ctx, s.default_activations) ||
       ctx.attrs.get_int("input_forget", 0) != 0)
     return run_reference_kernel(ctx);
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1), &tr = ctx.input(2);
-  const std::string direction = ctx.attrs.get_string("direction", "forward");
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  const bool layout1 = ctx.attrs.get_int("layout", 0) == 1;
-  const int64_t seq = layout1 ? tx.shape()[1] : tx.shape()[0];
-  const int64_t batch = layout1 ? tx.shape()[0] : tx.shape()[1];
-  const int64_t in = tx.shape()[2], h = tr.shape()[2], gh = g * h;
-  if (tw.shape()[0] != dirs || tr.shape()[0] != dirs || tw.shape()[1] != gh ||
-      tr.shape()[1] != gh || tw.shape()[2] != in)
-    ctx.fail("W ", tw.shape().to_string(), " / R ", tr.shape().to_string(),
-             " do not match hidden size ", h, " and ", dirs, " direction(s)");
+  const int64_t g = s.gates, dirs = s.dirs, seq = s.seq, batch = s.batch, in = s.input;
+  const int64_t h = s.hidden, gh = g * h;
+  const bool layout1 = s.layout1;
   const bool lbr = ctx.attrs.get_int("linear_before_reset", 0) != 0;
-  std::vector<int64_t> lens(size_t(batch), seq);
-  if (ctx.has_input(4)) {
-    const Tensor &sl = ctx.input(4);
-    for (int64_t i = 0; i < batch; ++i) {
-      const int64_t v = sl.dtype() == DType::Int32 ? sl.data<int32_t>()[i] : sl.data<int64_t>()[i];
-      if (v < 0 || v > seq) ctx.fail("sequence_lens[", i, "] = ", v, " is outside [0, ", seq, "]");
-      lens[size_t(i)] = v;
-    }
-  }
+  const std::vector<int64_t> lens = sequence_lengths(ctx, s);
   const float *x = tx.data<float>(), *w = tw.data<float>(), *r = tr.data<float>();
   const float *b = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
   const float *h0 = ctx.has_input(5) ? ctx.input(5).data<float>() : nullptr;
@@ -80,7 +61,7 @@ void recurrent(KernelContext &ctx) {
   std::vector<float> hs(size_t(batch * h)), cs(size_t(batch * h)), rh(size_t(batch * h));
   std::vector<float> cand(size_t(batch * h));
   for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
+    const bool reverse = s.backwards(d);
     const float *wd = w + d * gh * in, *rd = r + d * gh * h;
     const float *bd = b ? b + d * 2 * gh : nullptr, *pd = p ? p + d * 3 * h : nullptr;
     // X W^T for every step, plus Wb + Rb (GRU's candidate gets Rb_h later, next to R_h).

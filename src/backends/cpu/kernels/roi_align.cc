@@ -23,37 +23,24 @@ struct Sample {
 void roi_align(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &rois = ctx.input(1), &batch = ctx.input(2);
   Tensor &y = ctx.output(0);
-  const bool avg = ctx.attrs.get_string("mode", "avg") == "avg";
-  const bool half_pixel =
-      ctx.attrs.get_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  const double scale = ctx.attrs.get_float("spatial_scale", 1.0);
-  const int64_t ratio = ctx.attrs.get_int("sampling_ratio", 0);
+  const RoiAlignParams params = roi_align_params(ctx.attrs);
+  const bool avg = params.avg;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t R = y.shape()[0], OH = y.shape()[2], OW = y.shape()[3];
   const float *px = x.data<float>(), *pr = rois.data<float>();
   float *py = y.data<float>();
   for (int64_t r = 0; r < R; ++r) {
-    const int64_t b =
-        batch.dtype() == DType::Int32 ? batch.data<int32_t>()[r] : batch.data<int64_t>()[r];
-    if (b < 0 || b >= N) ctx.fail("batch index ", b, " is out of range for batch size ", N);
-    const double off = half_pixel ? 0.5 : 0.0;
-    const float *roi = pr + r * 4;
-    const double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off;
-    double rw = roi[2] * scale - off - x0, rh = roi[3] * scale - off - y0;
-    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
-    const double bh = rh / double(OH), bw = rw / double(OW);
-    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH)));
-    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
-    const int64_t per_bin = gh * gw;
+    const int64_t b = roi_batch(ctx, batch, r, N);
+    const double roi[4] = {pr[r * 4], pr[r * 4 + 1], pr[r * 4 + 2], pr[r * 4 + 3]};
+    const RoiBins bins(params, roi, OH, OW);
+    const int64_t gh = bins.gh, gw = bins.gw, per_bin = gh * gw;
     const float inv_count = float(1.0 / double(std::max<int64_t>(per_bin, 1)));
     std::vector<Sample> samples(static_cast<size_t>(OH * OW * per_bin));
     for (int64_t ph = 0; ph < OH; ++ph)
       for (int64_t pw = 0; pw < OW; ++pw)
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix) {
-            const RoiSample p =
-                roi_sample(y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh),
-                           x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw), H, W);
+            const RoiSample p = roi_sample(bins.y(ph, iy), bins.x(pw, ix), H, W);
             Sample &s = samples[size_t(((ph * OW + pw) * gh + iy) * gw + ix)];
             for (int k = 0; k < 4; ++k) {
               s.offset[k] = p.offset[k];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/nd_index_geometry.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -41,12 +42,6 @@ int64_t resolve(const KernelContext &ctx, int64_t v, int64_t n, size_t dim) {
   return v < 0 ? v + n : v;
 }
 
-int64_t product(const Shape &s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t d = from; d < to; ++d) p *= s[d];
-  return p;
-}
-
 const char *bytes(const Tensor &t) {
   return static_cast<const char *>(t.raw_data());
 }
@@ -60,9 +55,9 @@ void gather(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   Tensor &y = ctx.output(0);
   const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), data.shape());
-  const int64_t outer = product(data.shape(), 0, axis), n = data.shape()[axis];
-  const size_t block =
-      static_cast<size_t>(product(data.shape(), axis + 1, data.rank())) * dtype_size(data.dtype());
+  const int64_t outer = dims_product(data.shape(), 0, axis), n = data.shape()[axis];
+  const size_t block = static_cast<size_t>(dims_product(data.shape(), axis + 1, data.rank())) *
+                       dtype_size(data.dtype());
   const int64_t m = idx.numel();
   if (static_cast<size_t>(outer * m) * block != y.nbytes())
     ctx.fail("output ", y.shape().to_string(), " does not match data ", data.shape().to_string(),
@@ -117,19 +112,9 @@ void gather_elements(KernelContext &ctx) {
 void gather_nd(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   Tensor &y = ctx.output(0);
-  const auto b = static_cast<size_t>(ctx.attrs.get_int("batch_dims", 0));
-  const size_t r = data.rank(), q = idx.rank();
-  if (q < 1 || b >= std::min(q, r)) ctx.fail("bad batch_dims ", b);
-  const auto m = static_cast<size_t>(idx.shape()[q - 1]);
-  if (m < 1 || b + m > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
-  const int64_t batches = product(idx.shape(), 0, b);
-  const int64_t per_batch = product(idx.shape(), b, q - 1);
-  const size_t slice =
-      static_cast<size_t>(product(data.shape(), b + m, r)) * dtype_size(data.dtype());
-  const size_t data_batch = static_cast<size_t>(product(data.shape(), b, b + m)) * slice;
-  if (static_cast<size_t>(batches * per_batch) * slice != y.nbytes())
-    ctx.fail("output ", y.shape().to_string(), " does not match data ", data.shape().to_string(),
-             " and indices ", idx.shape().to_string());
+  const GatherNdGeometry g = gather_nd_geometry(ctx);
+  const size_t b = g.b, m = g.m, slice = g.slice, data_batch = g.data_batch;
+  const int64_t batches = g.batches, per_batch = g.per_batch;
   for (int64_t bi = 0; bi < batches; ++bi)
     for (int64_t j = 0; j < per_batch; ++j) {
       int64_t off = 0;
@@ -240,17 +225,9 @@ void scatter_elements(KernelContext &ctx) {
 void scatter_nd(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
   Tensor &y = ctx.output(0);
-  const size_t r = data.rank(), q = idx.rank();
-  if (q < 1 || y.shape() != data.shape() || upd.dtype() != data.dtype())
-    ctx.fail("data ", data.shape().to_string(), ", indices ", idx.shape().to_string(),
-             " and updates ", upd.shape().to_string(), " do not fit");
-  const auto k = static_cast<size_t>(idx.shape()[q - 1]);
-  if (k < 1 || k > r) ctx.fail("bad last dim of indices ", idx.shape().to_string());
-  const int64_t count = product(idx.shape(), 0, q - 1);
-  const int64_t slice = product(data.shape(), k, r);
-  if (checked_mul(count, slice) != upd.numel())
-    ctx.fail("updates ", upd.shape().to_string(), " do not fit indices ", idx.shape().to_string(),
-             " and data ", data.shape().to_string());
+  const ScatterNdGeometry g = scatter_nd_geometry(ctx);
+  const size_t k = g.k;
+  const int64_t count = g.count, slice = g.slice;
   const Red red = reduction_of(ctx);
   const CombineFn fn = combine_fn(ctx, data.dtype(), red);
   const size_t elem = dtype_size(data.dtype());
@@ -303,8 +280,8 @@ void one_hot(KernelContext &ctx) {
   const size_t out_rank = idx.rank() + 1;
   const size_t axis =
       kernel_axis(ctx, ctx.attrs.get_int("axis", -1), Shape(std::vector<int64_t>(out_rank, 1)));
-  const int64_t outer = product(idx.shape(), 0, axis);
-  const int64_t inner = product(idx.shape(), axis, idx.rank());
+  const int64_t outer = dims_product(idx.shape(), 0, axis);
+  const int64_t inner = dims_product(idx.shape(), axis, idx.rank());
   if (checked_mul(checked_mul(outer, inner), depth) != y.numel())
     ctx.fail("output ", y.shape().to_string(), " does not match indices ", idx.shape().to_string(),
              " and depth ", depth);
@@ -366,9 +343,9 @@ void compress(KernelContext &ctx) {
   int64_t outer = 1, n = x.numel(), inner = 1;
   if (ctx.attrs.has("axis")) {
     const size_t axis = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), x.shape());
-    outer = product(x.shape(), 0, axis);
+    outer = dims_product(x.shape(), 0, axis);
     n = x.shape()[axis];
-    inner = product(x.shape(), axis + 1, x.rank());
+    inner = dims_product(x.shape(), axis + 1, x.rank());
   }
   if (cond.numel() > n)
     ctx.fail("condition of ", cond.numel(), " values is longer than the ", n, " it selects from");
@@ -396,9 +373,9 @@ void unique(KernelContext &ctx) {
   if (ctx.attrs.has("axis")) {
     const size_t a = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), x.shape());
     axis = static_cast<int64_t>(a);
-    outer = product(x.shape(), 0, a);
+    outer = dims_product(x.shape(), 0, a);
     n = x.shape()[a];
-    inner = product(x.shape(), a + 1, x.rank());
+    inner = dims_product(x.shape(), a + 1, x.rank());
   }
   std::vector<int64_t> first, inverse, counts;
   try {
@@ -438,10 +415,10 @@ void tensor_scatter(KernelContext &ctx) {
     if (d == axis ? upd.shape()[d] > cache.shape()[d] : upd.shape()[d] != cache.shape()[d])
       ctx.fail("update ", upd.shape().to_string(), " does not fit cache ",
                cache.shape().to_string());
-  const int64_t outer = product(cache.shape(), 0, axis);
-  const int64_t per_batch = product(cache.shape(), 1, axis);
+  const int64_t outer = dims_product(cache.shape(), 0, axis);
+  const int64_t per_batch = dims_product(cache.shape(), 1, axis);
   const int64_t max_len = cache.shape()[axis], len = upd.shape()[axis];
-  const size_t block = static_cast<size_t>(product(cache.shape(), axis + 1, cache.rank())) *
+  const size_t block = static_cast<size_t>(dims_product(cache.shape(), axis + 1, cache.rank())) *
                        dtype_size(cache.dtype());
   if (ctx.has_input(2) && ctx.input(2).numel() != cache.shape()[0])
     ctx.fail("write_indices must hold one index per batch entry");

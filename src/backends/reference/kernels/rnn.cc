@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "backends/common/recurrent_shape.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -98,40 +99,22 @@ std::vector<Activation> activations(const KernelContext &ctx, int64_t dirs,
 template <class T>
 void recurrent(KernelContext &ctx) {
   const std::string op(ctx.op);
-  const int64_t g = op == "lstm" ? 4 : op == "gru" ? 3 : 1;
+  const RecurrentShape shape = recurrent_shape(ctx);
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1), &tr = ctx.input(2);
-  const std::string direction = ctx.attrs.get_string("direction", "forward");
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  const bool layout1 = ctx.attrs.get_int("layout", 0) == 1;
-  const int64_t seq = layout1 ? tx.shape()[1] : tx.shape()[0];
-  const int64_t batch = layout1 ? tx.shape()[0] : tx.shape()[1];
-  const int64_t in = tx.shape()[2];
-  const int64_t h = tr.shape()[2];
-  if (tw.shape()[1] != g * h || tr.shape()[1] != g * h || tw.shape()[2] != in)
-    ctx.fail("W ", tw.shape().to_string(), " / R ", tr.shape().to_string(),
-             " do not match hidden size ", h);
+  const int64_t g = shape.gates, dirs = shape.dirs, seq = shape.seq, batch = shape.batch;
+  const int64_t in = shape.input, h = shape.hidden;
+  const bool layout1 = shape.layout1;
   const bool has_clip = ctx.attrs.has("clip");
   const double clip = ctx.attrs.get_float("clip", 0.0);
   if (has_clip && !(clip > 0)) ctx.fail("clip must be positive, got ", clip);
   const bool lbr = ctx.attrs.get_int("linear_before_reset", 0) != 0;
-  const std::vector<std::string> defaults =
-      op == "lstm"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-      : op == "gru" ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                    : std::vector<std::string>{"Tanh"};
+  const std::vector<std::string> &defaults = shape.default_activations;
   const auto acts = activations(ctx, dirs, defaults);
   const size_t per_dir = defaults.size();
 
   const T *x = tx.data<T>(), *w = tw.data<T>(), *r = tr.data<T>();
   const T *b = ctx.has_input(3) ? ctx.input(3).data<T>() : nullptr;
-  std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
-  if (ctx.has_input(4)) {
-    const Tensor &sl = ctx.input(4);
-    for (int64_t i = 0; i < batch; ++i) {
-      const int64_t v = sl.dtype() == DType::Int32 ? sl.data<int32_t>()[i] : sl.data<int64_t>()[i];
-      if (v < 0 || v > seq) ctx.fail("sequence_lens[", i, "] = ", v, " is outside [0, ", seq, "]");
-      lens[static_cast<size_t>(i)] = v;
-    }
-  }
+  const std::vector<int64_t> lens = sequence_lengths(ctx, shape);
   const T *h0 = ctx.has_input(5) ? ctx.input(5).data<T>() : nullptr;
   const T *c0 = op == "lstm" && ctx.has_input(6) ? ctx.input(6).data<T>() : nullptr;
   const T *p = op == "lstm" && ctx.has_input(7) ? ctx.input(7).data<T>() : nullptr;
@@ -152,7 +135,7 @@ void recurrent(KernelContext &ctx) {
   std::fill(y, y + ctx.output(0).numel(), T(0));
 
   for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
+    const bool reverse = shape.backwards(d);
     const Activation &f = acts[static_cast<size_t>(d) * per_dir];
     const Activation &gact = per_dir > 1 ? acts[static_cast<size_t>(d) * per_dir + 1] : f;
     const Activation &hact = per_dir > 2 ? acts[static_cast<size_t>(d) * per_dir + 2] : f;

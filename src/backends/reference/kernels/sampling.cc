@@ -185,27 +185,16 @@ LUMEN_REGISTER_KERNEL("reference", "affine_grid", affine_grid, DType::Float32, D
 void roi_align(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &rois_t = ctx.input(1), &idx_t = ctx.input(2);
   Tensor &y = ctx.output(0);
-  const bool avg = ctx.attrs.get_string("mode", "avg") == "avg";
-  const bool half_pixel =
-      ctx.attrs.get_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-  const double scale = ctx.attrs.get_float("spatial_scale", 1.0);
-  const int64_t ratio = ctx.attrs.get_int("sampling_ratio", 0);
+  const RoiAlignParams params = roi_align_params(ctx.attrs);
+  const bool avg = params.avg;
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t R = y.shape()[0], OH = y.shape()[2], OW = y.shape()[3];
   const std::vector<double> xv = to_f64(ctx, x), rv = to_f64(ctx, rois_t);
   std::vector<double> yv(static_cast<size_t>(y.numel()), 0.0);
   for (int64_t r = 0; r < R; ++r) {
-    const int64_t b =
-        idx_t.dtype() == DType::Int32 ? idx_t.data<int32_t>()[r] : idx_t.data<int64_t>()[r];
-    if (b < 0 || b >= N) ctx.fail("batch index ", b, " is out of range for batch size ", N);
-    const double off = half_pixel ? 0.5 : 0.0;
-    const double *roi = &rv[size_t(r * 4)];
-    const double x0 = roi[0] * scale - off, y0 = roi[1] * scale - off;
-    double rw = roi[2] * scale - off - x0, rh = roi[3] * scale - off - y0;
-    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
-    const double bh = rh / double(OH), bw = rw / double(OW);
-    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(OH)));
-    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(OW)));
+    const int64_t b = roi_batch(ctx, idx_t, r, N);
+    const RoiBins bins(params, &rv[size_t(r * 4)], OH, OW);
+    const int64_t gh = bins.gh, gw = bins.gw;
     const double count = double(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
       const double *img = &xv[size_t((b * C + c) * H * W)];
@@ -215,9 +204,7 @@ void roi_align(KernelContext &ctx) {
           bool first = true;
           for (int64_t iy = 0; iy < gh; ++iy) {
             for (int64_t ix = 0; ix < gw; ++ix) {
-              const double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
-              const double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
-              const RoiSample p = roi_sample(yy, xx, H, W);
+              const RoiSample p = roi_sample(bins.y(ph, iy), bins.x(pw, ix), H, W);
               const double *w = p.weight;
               double v[4] = {0, 0, 0, 0};
               if (p.inside)
