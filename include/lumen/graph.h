@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -72,10 +73,15 @@ class Value {
   // Symbolic names of dims (ONNX dim_param, e.g. "batch"), "" for unnamed ones; empty when the
   // value has none.
   const std::vector<std::string> &dim_names() const { return dim_names_; }
+  // For a value whose shape waits for run time (has_shape() false): its rank and dims as
+  // Graph::infer_symbolic_shapes found them from the graph's symbolic input dims. For reports and
+  // exported shapes; plans are made per concrete shape. nullopt when not known.
+  const std::optional<SymbolicShape> &symbolic_shape() const { return symbolic_; }
 
  private:
   friend class Graph;
   std::vector<std::string> dim_names_;
+  std::optional<SymbolicShape> symbolic_;
   std::string name_;
   DType dtype_ = DType::Float32;
   std::vector<DType> element_;
@@ -182,6 +188,10 @@ class Graph {
                                     const std::string &prefix);
   // Re-runs type inference over the whole graph (after rewrites).
   void infer_types();
+  // Propagates the inputs' symbolic dims by name through shape inference (so `N` and `N` are
+  // known equal, and `seq` + 1 is named "seq+1") and sets symbolic_shape() on every value whose
+  // shape waits for run time. The importer, optimize() and set_input_shape() call it.
+  void infer_symbolic_shapes();
 
   // --- Compilation ------------------------------------------------------------------------------
   // Runs the optimization pipeline for `opt_level` (0: none, 1: basic, 2: all), then verifies.

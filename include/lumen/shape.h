@@ -39,6 +39,16 @@ class Shape {
   std::vector<int64_t> dims_;
 };
 
+// A shape as far as it is known before run time: static dims as numbers, the others kUnknownDim
+// with a name in `names` (the graph's symbolic input dims and expressions of them: "batch",
+// "seq+1", "2*seq", "batch*seq", "height/32"; "" where none fits).
+struct SymbolicShape {
+  Shape dims;
+  std::vector<std::string> names;  // one per dim
+  std::string to_string() const;   // "[batch, seq, 768]", unnamed unknown dims print as "?"
+  bool operator==(const SymbolicShape &other) const = default;
+};
+
 // Row-major strides, in elements.
 std::vector<int64_t> contiguous_strides(const Shape &shape);
 

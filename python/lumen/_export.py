@@ -76,12 +76,11 @@ def _value_info(value):
     """A ValueInfoProto with the value's dtype and (symbolic where named) shape."""
     from onnx import helper
 
-    shape = value.shape
-    if shape is not None:
-        names = value.dim_names
-        if len(names) == len(shape):
-            shape = [d if d is not None or not n else n for d, n in zip(shape, names)]
-    return helper.make_tensor_value_info(value.name, _elem_type(value.dtype), shape)
+    from ._onnx import _info
+
+    shape = _info(value)["shape"]
+    return helper.make_tensor_value_info(value.name, _elem_type(value.dtype),
+                                         None if shape is None else list(shape))
 
 
 def _attribute(name, value, kind):
@@ -191,7 +190,7 @@ def graph_to_onnx(graph, name="lumen_optimized"):
     value_info = []
     for node in onnx_nodes:
         for v in node.outputs:
-            if v.name not in known and v.shape is not None:
+            if v.name not in known and (v.shape is not None or v.symbolic_shape is not None):
                 value_info.append(_value_info(v))
                 known.add(v.name)
 

@@ -158,6 +158,25 @@ Execution context: thread pool and backend choice; owns the Executables compiled
           "A tuple (None for unknown dims), or None when not inferred.")
       .def_prop_ro("dim_names", &Value::dim_names,
                    "Symbolic dim names (ONNX dim_param), '' for unnamed dims; [] when none.")
+      .def_prop_ro(
+          "symbolic_shape",
+          [](const Value &v) -> nb::object {
+            if (!v.symbolic_shape()) return nb::none();
+            const SymbolicShape &s = *v.symbolic_shape();
+            nb::list dims;
+            for (size_t i = 0; i < s.dims.rank(); ++i) {
+              if (s.dims[i] >= 0)
+                dims.append(s.dims[i]);
+              else if (!s.names[i].empty())
+                dims.append(s.names[i]);
+              else
+                dims.append(nb::none());
+            }
+            return nb::tuple(dims);
+          },
+          "For a value whose shape waits for run time: the shape found from the inputs' symbolic "
+          "dims, ints, names or expressions ('batch', 'seq+1', 'batch*seq') and None for dims "
+          "with no name; None when not found.")
       .def_prop_ro("is_input", &Value::is_input)
       .def_prop_ro("is_constant", &Value::is_constant)
       .def_prop_ro(

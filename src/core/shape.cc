@@ -35,6 +35,16 @@ std::string Shape::to_string() const {
   return s + "]";
 }
 
+std::string SymbolicShape::to_string() const {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.rank(); ++i) {
+    if (i) s += ", ";
+    const bool named = i < names.size() && !names[i].empty();
+    s += dims[i] >= 0 ? std::to_string(dims[i]) : named ? names[i] : "?";
+  }
+  return s + "]";
+}
+
 std::vector<int64_t> contiguous_strides(const Shape &shape) {
   std::vector<int64_t> strides(shape.rank());
   int64_t stride = 1;

@@ -219,6 +219,7 @@ void Graph::infer_node(Node *node) {
     // A container is a scalar handle: its shape is known even when its items' are not.
     out->has_shape_ = types.has_value() || is_container(t.dtype);
     out->shape_ = types ? t.shape : Shape{};
+    out->symbolic_.reset();  // stale after a rewrite; infer_symbolic_shapes recomputes it
   }
 }
 
@@ -248,6 +249,7 @@ void Graph::set_input_shape(Value *input, const Shape &shape) {
   input->shape_ = shape;
   input->has_shape_ = true;
   infer_types();
+  infer_symbolic_shapes();
 }
 
 std::vector<Node *> Graph::nodes() const {
@@ -346,7 +348,9 @@ namespace {
 std::string describe(const Value *v) {
   if (!v) return "<none>";
   std::string s = "%" + v->name() + ":" + type_name(v->dtype(), v->element_type());
-  s += v->has_shape() ? v->shape().to_string() : "[?]";
+  s += v->has_shape()        ? v->shape().to_string()
+       : v->symbolic_shape() ? v->symbolic_shape()->to_string()
+                             : "[?]";
   return s;
 }
 }  // namespace

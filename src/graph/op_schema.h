@@ -101,6 +101,8 @@ std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &
 // NumPy broadcasting of two shapes; nullopt when incompatible. Unknown dims (kUnknownDim) stay
 // unknown against 1 or another unknown dim and take the other side's size otherwise.
 std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
+// The dims shape(x) returns for `shape` and the op's start/end attributes (clamped as ONNX says).
+std::vector<int64_t> shape_op_dims(const Shape &shape, const Attributes &attrs);
 // "[2, -1, 0]": ints as written (Shape::to_string would print -1 as "?").
 std::string ints_to_string(const std::vector<int64_t> &v);
 // a * b, or an error naming the node when the element count overflows int64.

@@ -326,6 +326,7 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
   importer.convert_nodes(g);
   importer.mark_outputs(g);
   graph.verify();
+  graph.infer_symbolic_shapes();
   return graph;
 }
 

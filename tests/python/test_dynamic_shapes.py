@@ -130,3 +130,53 @@ def test_bench_dims_reach_symbolic_dims_used_by_shape_arithmetic(tmp_path):
     with pytest.raises(ValueError, match="no symbolic dim.*heigth"):
         _bench.benchmark(str(path), threads=1, runs=1, memory=False, dims={"heigth": 12},
                          progress=False)
+
+
+def symbolic_model():
+    """Values whose shapes follow the inputs' symbolic dims through concat, shape arithmetic,
+    padding, a 2x upsample from computed sizes and a stride-2 conv."""
+    w = numpy_helper.from_array(RNG.standard_normal((8, 8)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Concat", ["past", "h"], ["kv"], axis=1),
+             helper.make_node("Shape", ["h"], ["s"], end=2),
+             helper.make_node("ReduceProd", ["s"], ["rows"], keepdims=1),
+             helper.make_node("Concat", ["rows", "eight"], ["target"], axis=0),
+             helper.make_node("Reshape", ["h", "target"], ["flat"]),
+             helper.make_node("Pad", ["h", "pads"], ["padded"]),
+             helper.make_node("Conv", ["img", "k"], ["half"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["u"], ["from_unnamed"])]
+    inits = [w, numpy_helper.from_array(np.array([8], np.int64), "eight"),
+             numpy_helper.from_array(np.array([0, 1, 0, 0, 2, 0], np.int64), "pads"),
+             numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "k")]
+    outputs = ["kv", "flat", "padded", "half", "from_unnamed"]
+    return make_model(nodes, [vi("x", ["batch", "seq", 8]), vi("past", ["batch", "past", 8]),
+                              vi("img", ["batch", 3, "height", "width"]), vi("u", [None, 2])],
+                      [vi(n, None) for n in outputs], inits)
+
+
+def test_symbolic_dims_are_propagated_by_name():
+    proto = symbolic_model()
+    model = lumen.load_onnx(proto.SerializeToString())
+    shapes = {o["name"]: o["shape"] for o in model.outputs}
+    assert shapes == {"kv": ("batch", "past+seq", 8), "flat": ("batch*seq", 8),
+                      "padded": ("batch", "seq+3", 8),
+                      "half": ("batch", 4, None, None),  # floor division: not named
+                      "from_unnamed": (None, 2)}
+    assert lumen.load_onnx(resize_model().SerializeToString()).outputs[0]["shape"] == (
+        "batch", 4, "2*height", "2*width")
+    # Every name is right at run time, here and after optimization.
+    sizes = {"batch": 2, "seq": 5, "past": 3, "height": 7, "width": 9}
+    feeds = {"x": RNG.standard_normal((2, 5, 8)).astype(np.float32),
+             "past": RNG.standard_normal((2, 3, 8)).astype(np.float32),
+             "img": RNG.standard_normal((2, 3, 7, 9)).astype(np.float32),
+             "u": RNG.standard_normal((4, 2)).astype(np.float32)}
+    compiled = model.compile()
+    want = ort_run(proto, feeds)
+    for info, got, ref in zip(model.outputs, compiled.run(feeds), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        for dim, size in zip(info["shape"], ref.shape):
+            if dim is not None:
+                assert (dim if isinstance(dim, int) else eval(dim, {}, dict(sizes))) == size
+    optimized = {v.name: v.symbolic_shape for v in compiled.graph.outputs}
+    assert optimized["kv"] == ("batch", "past+seq", 8)
+    assert "[batch, past+seq, 8]" in str(compiled.graph)

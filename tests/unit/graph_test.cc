@@ -128,6 +128,61 @@ TEST(Graph, UnknownDimsDeferInference) {
   EXPECT_THROW(g.add_input("bad", {-2}), Error);
 }
 
+// Symbolic dims travel by name through ops and shape arithmetic: equal names are one symbol,
+// sums, products and offsets get expressions, static dims stay numbers, and a dim from an unnamed
+// input dim or one no expression fits stays unnamed.
+TEST(Graph, SymbolicDimsPropagateByName) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim, 8});
+  g.set_dim_names(x, {"batch", "seq", ""});
+  Value *past = g.add_input("past", {kUnknownDim, kUnknownDim, 8});
+  g.set_dim_names(past, {"batch", "past", ""});
+  Value *u = g.add_input("u", {kUnknownDim, 3});  // unnamed
+  const Attributes axis0{{"axis", int64_t{0}}}, axis1{{"axis", int64_t{1}}};
+  auto ints = [&](const std::string &name, std::vector<int64_t> v) {
+    const auto n = static_cast<int64_t>(v.size());
+    return g.add_constant(name, Tensor::from_vector<int64_t>({n}, v));
+  };
+  Value *h = g.add_op("relu", {x}, {}, "h");
+  Value *cat = g.add_op("concat", {past, h}, axis1, "cat");
+  // [batch*seq, 8] through shape -> slice -> reduce_prod -> concat -> reshape.
+  Value *lead = g.add_op("slice", {g.add_op("shape", {h}), ints("s0", {0}), ints("s2", {2})});
+  Value *rows = g.add_op("reduce_prod", {lead}, {{"keepdims", int64_t{1}}});
+  Value *flat =
+      g.add_op("reshape", {h, g.add_op("concat", {rows, ints("c8", {8})}, axis0)}, {}, "flat");
+  Value *padded = g.add_op("pad", {h, ints("pads", {0, 1, 0, 0, 2, 0})}, {}, "padded");
+  Value *doubled = g.add_op("concat", {h, h}, axis1, "doubled");
+  Value *swapped = g.add_op("transpose", {h}, {{"perm", std::vector<int64_t>{2, 1, 0}}}, "t");
+  Value *strided = g.add_op(
+      "slice", {h, ints("from", {0}), ints("to", {1 << 30}), ints("ax", {1}), ints("step", {2})},
+      {}, "strided");
+  Value *from_u = g.add_op("relu", {u}, {}, "from_u");
+  for (Value *v : {cat, flat, padded, doubled, swapped, strided, from_u}) g.mark_output(v);
+  g.infer_symbolic_shapes();
+
+  auto text = [](const Value *v) {
+    return v->symbolic_shape() ? v->symbolic_shape()->to_string() : std::string("none");
+  };
+  EXPECT_EQ(text(h), "[batch, seq, 8]");
+  EXPECT_EQ(text(cat), "[batch, past+seq, 8]");
+  EXPECT_EQ(text(flat), "[batch*seq, 8]");
+  EXPECT_EQ(text(padded), "[batch, seq+3, 8]");
+  EXPECT_EQ(text(doubled), "[batch, 2*seq, 8]");
+  EXPECT_EQ(text(swapped), "[8, seq, batch]");
+  EXPECT_EQ(text(strided), "[batch, ?, 8]");  // ceil(seq/2): divisions stay unnamed
+  EXPECT_EQ(text(from_u), "[?, 3]");
+  EXPECT_TRUE(contains(g.to_string(), "%cat:float32[batch, past+seq, 8]")) << g.to_string();
+
+  // Fixing the dims resolves the shapes; a rewrite drops the stale symbolic ones.
+  g.set_input_shape(x, {2, 5, 8});
+  g.set_input_shape(past, {2, 3, 8});
+  EXPECT_EQ(cat->shape(), Shape({2, 8, 8}));
+  EXPECT_FALSE(cat->symbolic_shape());
+  EXPECT_EQ(text(from_u), "[?, 3]");
+  g.infer_types();
+  EXPECT_FALSE(from_u->symbolic_shape());
+}
+
 TEST(Executable, RunsChecksInputsAndIsThreadSafe) {
   Runtime rt;
   Graph g;

@@ -210,17 +210,9 @@ std::vector<TensorType> infer_flatten(const InferContext &ctx) {
   return {TensorType{x.dtype, Shape{rows, cols}}};
 }
 
-// [start, end) of shape's dims after ONNX's clamping.
-std::pair<int64_t, int64_t> shape_range(const Attributes &attrs, int64_t rank) {
-  int64_t start = attrs.get_int("start", 0), end = attrs.get_int("end", rank);
-  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
-  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
-  return {start, std::max(start, end)};
-}
-
 std::vector<TensorType> infer_shape(const InferContext &ctx) {
-  const auto [start, end] = shape_range(ctx.attrs, static_cast<int64_t>(ctx.input(0).shape.rank()));
-  return {TensorType{DType::Int64, Shape{end - start}}};
+  const auto n = static_cast<int64_t>(shape_op_dims(ctx.input(0).shape, ctx.attrs).size());
+  return {TensorType{DType::Int64, Shape{n}}};
 }
 
 std::vector<TensorType> infer_size(const InferContext &) {
@@ -258,4 +250,13 @@ LUMEN_REGISTER_OP({.name = "transpose", .infer = infer_transpose});
 LUMEN_REGISTER_OP({.name = "concat", .min_inputs = 1, .max_inputs = 1024, .infer = infer_concat});
 
 }  // namespace
+
+std::vector<int64_t> shape_op_dims(const Shape &shape, const Attributes &attrs) {
+  const auto rank = static_cast<int64_t>(shape.rank());
+  int64_t start = attrs.get_int("start", 0), end = attrs.get_int("end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+  return {shape.dims().begin() + start, shape.dims().begin() + std::max(start, end)};
+}
+
 }  // namespace lumen

@@ -25,23 +25,13 @@ bool has_users(const Node *node) {
                      [](const Value *v) { return !v->users().empty(); });
 }
 
-// The [start, end) dims that shape(x) returns, with ONNX's clamping of negative/large bounds.
-std::vector<int64_t> shape_slice(const Shape &shape, const Attributes &attrs) {
-  const auto rank = static_cast<int64_t>(shape.rank());
-  int64_t start = attrs.get_int("start", 0), end = attrs.get_int("end", rank);
-  start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
-  end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
-  if (end < start) end = start;
-  return {shape.dims().begin() + start, shape.dims().begin() + end};
-}
-
 // shape(x) and size(x) depend only on x's shape: known when that shape is static.
 std::optional<std::vector<Tensor>> fold_from_static_shape(const Node *node) {
   const Value *x = node->input(0);
   if (!x || !x->has_shape() || !x->shape().is_static()) return std::nullopt;
   if (node->op() == "size")
     return std::vector{Tensor::from_vector<int64_t>({}, {x->shape().numel()})};
-  const std::vector<int64_t> dims = shape_slice(x->shape(), node->attrs());
+  const std::vector<int64_t> dims = shape_op_dims(x->shape(), node->attrs());
   return std::vector{Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)};
 }
 

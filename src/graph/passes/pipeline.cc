@@ -130,6 +130,7 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
     if (!changed) break;
   }
   verify();
+  infer_symbolic_shapes();
   report.ops_after = op_counts(*this);
   return report;
 }
