@@ -29,9 +29,6 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DIR = os.path.join(HERE, ".zoo")
 SEED = 0
-# Detection heads: classification weights are scaled by this so that scores differ clearly from
-# anchor to anchor (near-uniform softmaxes tie, and which box NMS keeps then depends on rounding).
-SCORE_SPREAD = 3.0
 
 
 # --- random, non-trivial weights -----------------------------------------------------------------
@@ -133,13 +130,16 @@ def _detection_model(ctor, size, **kwargs):
         torch.manual_seed(SEED)
         model = getattr(torchvision.models.detection, ctor)(weights=None, weights_backbone=None,
                                                             **kwargs)
-        randomize(model)  # detection models train only with targets: statistics are drawn
-        # Spread the class scores (random heads give near-uniform softmaxes, whose ties make the
-        # boxes that NMS and TopK pick depend on rounding).
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if any(k in name for k in ("classification_head", "cls_score", "cls_logits")):
-                    p.mul_(SCORE_SPREAD)
+        # Norm statistics from data: the detector trains only with targets, so its backbone (and
+        # SSD's head) run on their own. Drawn statistics saturate activations, and then equal
+        # features at different anchors tie their scores (which box NMS keeps among ties is
+        # implementation-defined).
+        def calibrate(m):
+            images = torch.rand(2, 3, size, size)
+            features = list(m.backbone(m.transform(list(images))[0].tensors).values())
+            if hasattr(m, "head"):
+                m.head(features)
+        randomize(model, calibrate)
         return model, ([torch.rand(3, size, size)],)
     return build
 
