@@ -1,13 +1,13 @@
 // Symbolic shape inference by probing. The graph's unknown input dims are symbols ("batch", "seq";
 // an unnamed unknown dim is a symbol of its own). Shape inference runs three times with every
-// symbol given a different size (multiples of 32 below 512 for up to four symbols, which models
-// with stride-32 feature maps or 512 positions accept; then sizes 2 to 14 for what that left
-// unknown), small shape-arithmetic tensors
-// (shape -> gather -> concat -> reshape) evaluated on the way. A dim that is the same in all three
-// probes is static; one that follows a symbol, or a simple expression of one or two (c*s+b, s+t+b,
-// c*s*t), is named after it. Reusing the ops' own inference keeps this right for every op without
-// a second, symbolic rule per op. Nothing plans with the result: plans are made per concrete
-// shape at run time (ShapePlanCache); this names the dims of intermediate values and outputs.
+// symbol given a different size, evaluating small shape-arithmetic tensors on the way (shape ->
+// gather -> concat -> reshape): first multiples of 32 below 512 (for up to four symbols), which
+// models with stride-32 feature maps or 512 positions accept, then sizes 2 to 14 for the values
+// that left unknown (CLIP's 77 positions). A dim that is the same in all three probes is static;
+// one that follows a symbol, or a simple expression of one or two (c*s+b, s+t+b, c*s*t), is named
+// after it. Reusing the ops' own inference keeps this right for every op without a second,
+// symbolic rule per op. Nothing plans with the result: plans are made per concrete shape at run
+// time (ShapePlanCache); this names the dims of intermediate values and outputs.
 #include <algorithm>
 #include <array>
 #include <map>
