@@ -1,8 +1,8 @@
 """A model with symbolic input dims against the same model with those dims fixed, run at the same
-shape with `lumen bench`'s measurement (lumen._bench.benchmark), alternating the two variants in
-one process; then a stream of random shapes for correctness and bounded memory.
+shape with `lumen bench`'s engine and timer, the two variants' runs alternating one by one in one
+process; then a stream of random shapes for correctness and bounded memory.
 
-    PYTHONPATH=build/python .venv/bin/python bench/dynamic_vs_fixed.py [--threads 2] [--rounds 3]
+    PYTHONPATH=build/python .venv/bin/python bench/dynamic_vs_fixed.py [--threads 2] [--runs 100]
 
 Models: the ONNX package's light ResNet-50 (batch made symbolic) and, when bench/.zoo holds it,
 the zoo's BERT (batch and sequence symbolic). Prints median latencies and the ratio dynamic /
@@ -62,8 +62,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--runs", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--stream", type=int, default=200)
     args = p.parse_args(argv)
     tmp = tempfile.mkdtemp()
@@ -73,17 +73,24 @@ def main(argv=None):
         for kind, proto in (("dynamic", dynamic), ("fixed", fixed)):
             paths[kind] = os.path.join(tmp, f"{name.split()[0]}_{kind}.onnx")
             onnx.save(proto, paths[kind])
-        medians = {"dynamic": [], "fixed": []}
-        for _ in range(args.rounds):
-            for kind in ("dynamic", "fixed"):
-                r = _bench.benchmark(paths[kind], threads=args.threads, runs=args.runs, warmup=5,
-                                     memory=False, dims=dims if kind == "dynamic" else None,
-                                     progress=False)
-                medians[kind].append(r.lumen.latency.median_ms)
-        d, f = statistics.median(medians["dynamic"]), statistics.median(medians["fixed"])
+        # Both compiled in this process with lumen bench's engine and timer, on the same inputs,
+        # runs alternating one by one: this machine's speed drifts by up to 30% over seconds,
+        # which alternating rounds of many runs each would read as a difference.
+        engines = {kind: _bench._LumenEngine(paths[kind], args.threads, "", 2)
+                   for kind in paths}
+        feeds = _bench.make_inputs(engines["dynamic"].model.inputs, seed=0, dims=dims)
+        times = {kind: [] for kind in engines}
+        for kind, engine in engines.items():
+            engine.bind(feeds)
+            for _ in range(args.warmup):
+                engine.run()
+        for _ in range(args.runs):
+            for kind, engine in engines.items():
+                times[kind].append(_bench._timed(engine) * 1e3)
+        d, f = statistics.median(times["dynamic"]), statistics.median(times["fixed"])
         print(f"{name:<12} dynamic {d:8.3f} ms  fixed {f:8.3f} ms  ratio {d / f:.3f}  "
-              f"(medians of {args.rounds} alternating rounds of {args.runs} runs, "
-              f"{args.threads} threads)", flush=True)
+              f"(medians of {args.runs} alternating runs each, {args.threads} threads)",
+              flush=True)
         stream_model = (name, paths["dynamic"], dynamic)
 
     import onnxruntime as ort
