@@ -11,15 +11,16 @@ __all__ = ["load_onnx", "Model", "CompiledModel"]
 
 def _info(v):
     """name, dtype and shape; a symbolic dim shows its ONNX name ("batch") or the expression of
-    them that inference found ("seq+1"), an unknown one None."""
+    the inputs' dims that inference found ("past+seq"; else the name the file declares: exporters
+    write names such as "Concatpresent_k_0_dim_2"), an unknown one None."""
     shape = v.shape
     names = v.dim_names
     if shape is None:  # known only at run time: the inferred, else the declared symbolic dims
         shape = v.symbolic_shape
         if shape is None and names:
             shape = tuple(n or None for n in names)
-        elif shape is not None and len(names) == len(shape):  # declared names name the rest
-            shape = tuple(d if isinstance(d, int) else n or d for d, n in zip(shape, names))
+        elif shape is not None and len(names) == len(shape):  # declared names fill the gaps
+            shape = tuple(n or None if d is None else d for d, n in zip(shape, names))
     elif len(names) == len(shape):
         shape = tuple(d if d is not None or not n else n for d, n in zip(shape, names))
     # Sequences and optionals show their items' type: "seq(float32)".
