@@ -61,6 +61,84 @@ std::vector<std::string> compiled_ops(const Graph &g, std::vector<StepInfo> *ste
   return ops;
 }
 
+// --- trim_conv_taps ------------------------------------------------------------------------------
+
+// The weight shape of the one conv-like node `g` holds after the pass.
+Shape conv_weight_shape(const Graph &g) {
+  for (const Node *n : g.nodes())
+    if (n->op() == "conv2d" || n->op() == "fused_conv" || n->op() == "conv_nd")
+      return n->input(1)->shape();
+  ADD_FAILURE() << "no conv";
+  return {};
+}
+
+TEST(TrimConvTapsPass, DilatedConvOnASmallMapKeepsTheTapsThatReadTheInput) {
+  // ASPP: dilation 24 on 14x14, only the centre tap meets the input; a fused_conv with a
+  // residual and an activation; a 1-D conv_nd; and a stride-1 case trimmed on one side only
+  // (dilation 3, pads 3/0 on a 4-wide map: tap 0 reads only padding).
+  struct Case {
+    std::string op;
+    Shape x, w;
+    Attributes attrs;
+    Shape trimmed;
+  };
+  Attributes fused{{"pads", Ints{24, 24, 24, 24}}, {"dilations", Ints{24, 24}}};
+  fused.set("activation", std::string("relu"));
+  const std::vector<Case> cases = {
+      {"conv2d",
+       {2, 8, 14, 14},
+       {6, 8, 3, 3},
+       {{"pads", Ints{24, 24, 24, 24}}, {"dilations", Ints{24, 24}}},
+       {6, 8, 1, 1}},
+      {"fused_conv", {1, 8, 14, 14}, {6, 8, 3, 3}, fused, {6, 8, 1, 1}},
+      {"conv_nd", {1, 4, 6}, {5, 4, 3}, {{"pads", Ints{8, 8}}, {"dilations", Ints{8}}}, {5, 4, 1}},
+      {"conv2d",
+       {1, 3, 4, 4},
+       {2, 3, 3, 3},
+       {{"pads", Ints{3, 3, 0, 0}}, {"dilations", Ints{3, 3}}, {"kernel_shape", Ints{3, 3}}},
+       {2, 3, 2, 2}},
+  };
+  for (const Case &c : cases) {
+    Graph g;
+    Value *x = g.add_input("x", c.x);
+    std::vector<Value *> inputs = {x, constant(g, "w", c.w, 1),
+                                   constant(g, "b", {c.w[0]}, 2, 0.5, 1.5)};
+    if (c.op == "fused_conv") inputs.push_back(g.add_input("z", {1, 6, 14, 14}));  // residual
+    g.mark_output(g.add_op(c.op, inputs, c.attrs));
+    std::vector<Tensor> feeds = {random_tensor(c.x, 3)};
+    if (c.op == "fused_conv") feeds.push_back(random_tensor({1, 6, 14, 14}, 4));
+    std::vector<std::string> notes;
+    const Graph after = optimized_copy(g, make_trim_conv_taps(), feeds, &notes);
+    EXPECT_EQ(conv_weight_shape(after), c.trimmed) << c.op;
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("taps that read only padding dropped"), std::string::npos);
+  }
+}
+
+TEST(TrimConvTapsPass, KeepsTapsEveryOutputNeedsOrThatWouldNeedANegativePad) {
+  // Dilation 12 on 14x14: the outer taps meet the input at the border; stride 2, dilation 2,
+  // pad 1 on a 4-wide map: tap 0 reads only padding but dropping it would leave a pad of -1;
+  // spatial dims known only at run time.
+  struct Case {
+    Shape x, w;
+    Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 14, 14}, {4, 4, 3, 3}, {{"pads", Ints{12, 12, 12, 12}}, {"dilations", Ints{12, 12}}}},
+      {{1, 2, 4, 4},
+       {2, 2, 3, 3},
+       {{"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{2, 2}}, {"strides", Ints{2, 2}}}},
+      {{1, 4, kUnknownDim, kUnknownDim},
+       {4, 4, 3, 3},
+       {{"pads", Ints{24, 24, 24, 24}}, {"dilations", Ints{24, 24}}}},
+  };
+  for (const Case &c : cases) {
+    Graph g;
+    g.mark_output(g.add_op("conv2d", {g.add_input("x", c.x), constant(g, "w", c.w, 1)}, c.attrs));
+    run_pass(*make_trim_conv_taps(), g, false);
+  }
+}
+
 // --- fold_conv_batch_norm ----------------------------------------------------------------------
 
 TEST(FoldConvBatchNormPass, FoldsWithAndWithoutConvBias) {

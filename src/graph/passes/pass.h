@@ -46,6 +46,7 @@ std::unique_ptr<Pass> make_cancel_transposes();
 std::unique_ptr<Pass> make_inline_constant_if();
 // Level 2: fusions and pattern recognition.
 std::unique_ptr<Pass> make_fold_conv_batch_norm();
+std::unique_ptr<Pass> make_trim_conv_taps();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
 std::unique_ptr<Pass> make_recognize_gelu();
 std::unique_ptr<Pass> make_recognize_layer_norm();
