@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../ops/op_test_util.h"
+#include "backends/cpu/kernels/conv_tap_windows.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "core/backend.h"
 #include "lumen/lumen.h"
@@ -52,6 +53,50 @@ TEST(PreparedWeights, ConvMatchesReference) {
   }
   // 1x1, stride 1: the input is the GEMM's B as it lies.
   expect_cpu_matches_reference("conv2d", x, {Tensor::randn({40, 8, 1, 1}, 4)}, {});
+}
+
+// Convs whose taps mostly read padding run one GEMM per output window with that window's taps
+// (conv_tap_windows.h): ASPP's dilation 12 on 14x14 (bias, then relu and a residual), groups with
+// stride 2 and asymmetric pads, and pads so wide that the outer outputs read no input at all.
+TEST(PreparedWeights, TapWindowConvMatchesReference) {
+  using V = std::vector<int64_t>;
+  struct Case {
+    Shape x, w;
+    Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {{2, 8, 14, 14}, {12, 8, 3, 3}, {{"pads", V{12, 12, 12, 12}}, {"dilations", V{12, 12}}}},
+      {{1, 6, 9, 11},
+       {8, 3, 3, 3},
+       {{"group", int64_t{2}},
+        {"pads", V{6, 4, 5, 6}},
+        {"dilations", V{6, 5}},
+        {"strides", V{2, 1}}}},
+      {{1, 3, 4, 4}, {5, 3, 3, 3}, {{"pads", V{9, 9, 9, 9}}}},
+  };
+  uint64_t seed = 40;
+  for (const Case &c : cases) {
+    const Tensor x = Tensor::randn(c.x, seed++);
+    const Tensor w = Tensor::randn(c.w, seed++);
+    const Tensor b = Tensor::randn({c.w[0]}, seed++);
+    // The path under test must be the one taken.
+    Graph shapes;
+    const Shape y =
+        shapes.add_op("conv2d", {shapes.add_input("x", c.x), shapes.add_constant("w", w)}, c.attrs)
+            ->shape();
+    const auto pads = c.attrs.get_ints("pads", V{0, 0, 0, 0});
+    const auto dilations = c.attrs.get_ints("dilations", V{1, 1});
+    const auto strides = c.attrs.get_ints("strides", V{1, 1});
+    const int64_t group = c.attrs.get_int("group", 1);
+    const ConvParams p{c.x[0],     c.x[1],     c.x[2],  c.x[3],  c.w[0],       c.w[1],
+                       c.w[2],     c.w[3],     y[2],    y[3],    group,        c.w[0] / group,
+                       strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1]};
+    EXPECT_FALSE(cpu::tap_windows(p).empty()) << c.attrs.to_string();
+    expect_cpu_matches_reference("conv2d", x, {w, b}, c.attrs);
+    Attributes fused = c.attrs;
+    fused.set("activation", std::string("relu"));
+    expect_cpu_matches_reference("fused_conv", x, {w, b, Tensor::randn(y, seed++)}, fused);
+  }
 }
 
 // conv_transpose packs W_g^T per group: a decoder's 4x4 stride-2 upsampling, with groups.

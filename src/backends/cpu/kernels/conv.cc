@@ -10,6 +10,9 @@
 // Threading: with more (image, group) items than threads and items too small to split, each
 // thread takes whole items; otherwise the items run one after another, each GEMM over the pool.
 //
+// Convs whose taps mostly read padding (dilated convs on small maps) run one GEMM per output window
+// with only the taps that window reads (conv_tap_windows.h).
+//
 // fused_conv adds the bias, a residual and an activation (backends/common/epilogue.h): the
 // micro-kernel does it as it stores each tile when the activation is none, relu or clip; for the
 // others, a finish hook does it to each block of output right after the GEMM finished it.
@@ -20,6 +23,7 @@
 #include "backends/common/epilogue.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernels/conv_params.h"
+#include "backends/cpu/kernels/conv_tap_windows.h"
 #include "backends/cpu/kernels/depthwise_conv.h"
 #include "backends/cpu/kernels/im2col_panels.h"
 #include "backends/cpu/kernels/padded_image.h"
@@ -30,11 +34,38 @@ namespace lumen {
 namespace {
 
 // The weights of every group as packed GEMM A operands, or (3x3 convs that qualify) as
-// Winograd-transformed operands; built once per compiled step.
+// Winograd-transformed operands, or per tap window (convs whose taps mostly read padding) the
+// weights of that window's taps; built once per compiled step.
 struct PackedConvWeights {
   std::vector<cpu::PackedA> groups;
   std::shared_ptr<cpu::WinogradWeights> winograd;
+  std::vector<cpu::TapWindow> windows;
+  std::vector<std::vector<cpu::PackedA>> window_groups;  // [window][group]; none for empty taps
+  int64_t window_h = 0, window_w = 0;                    // the input size the windows are for
 };
+
+// Packs, for every window and group, the weights of the window's taps: W[m, c, taps...] as an
+// [mg, cg * tap_rows * tap_cols] matrix.
+void pack_windows(PackedConvWeights &packed, const ConvParams &p, const float *w,
+                  const cpu::F32GemmMicrokernel &kernel) {
+  const int64_t k = p.cg * p.kh * p.kw;
+  for (const cpu::TapWindow &win : packed.windows) {
+    auto &groups = packed.window_groups.emplace_back();
+    if (win.tap_rows == 0 || win.tap_cols == 0) continue;
+    const int64_t kw = p.cg * win.tap_rows * win.tap_cols;
+    std::vector<float> sliced(static_cast<size_t>(p.mg * kw));
+    for (int64_t g = 0; g < p.group; ++g) {
+      float *dst = sliced.data();
+      for (int64_t m = 0; m < p.mg; ++m)
+        for (int64_t c = 0; c < p.cg; ++c)
+          for (int64_t a = 0; a < win.tap_rows; ++a)
+            for (int64_t b = 0; b < win.tap_cols; ++b)
+              *dst++ =
+                  w[(g * p.mg + m) * k + (c * p.kh + win.tap_row0 + a) * p.kw + win.tap_col0 + b];
+      groups.emplace_back(cpu::StridedA(sliced.data(), kw, false), p.mg, kw, kernel);
+    }
+  }
+}
 
 ConvParams conv_params(const Shape &x, const Shape &w, const Shape &y, const Attributes &attrs) {
   const auto strides = attrs.get_ints("strides", {1, 1});
@@ -76,6 +107,12 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
         packed->winograd = cpu::winograd_weights(w->data<float>(), m, ws[1]);
         return packed;
       }
+      packed->windows = cpu::tap_windows(p);
+      if (!packed->windows.empty()) {
+        packed->window_h = p.h, packed->window_w = p.w;
+        pack_windows(*packed, p, w->data<float>(), cpu::default_f32_gemm_microkernel());
+        return packed;
+      }
     }
   }
   const int64_t mg = m / group, k = w->numel() / m;
@@ -84,6 +121,48 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
     packed->groups.emplace_back(cpu::StridedA(w->data<float>() + g * mg * k, k, false), mg, k,
                                 kernel);
   return packed;
+}
+
+// One GEMM per tap window and (image, group), with only the window's taps, into a scratch block
+// copied to the window's place; then the epilogue over each output channel.
+void conv2d_by_windows(ThreadPool &pool, const ConvParams &p, const PackedConvWeights &packed,
+                       const float *x, const float *bias, const float *residual,
+                       const Epilogue<float> &epilogue, float *y) {
+  const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow;
+  const auto &kernel = cpu::default_f32_gemm_microkernel();
+  const bool has_epilogue = bias || residual || epilogue.has_activation();
+  std::vector<float> scratch;
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t g = 0; g < p.group; ++g) {
+      const float *xg = x + (n * p.c + g * p.cg) * in_plane;
+      const int64_t y_offset = (n * p.m + g * p.mg) * out_plane;
+      float *yg = y + y_offset;
+      for (size_t i = 0; i < packed.windows.size(); ++i) {
+        const cpu::TapWindow &win = packed.windows[i];
+        const int64_t cols = win.rows * win.cols;
+        const bool reads = !packed.window_groups[i].empty();
+        if (reads) {
+          const ConvParams q = win.params(p);
+          const cpu::Im2colB b(q, xg);
+          scratch.resize(static_cast<size_t>(p.mg * cols));
+          cpu::sgemm(pool, p.mg, cols, p.cg * q.kh * q.kw, packed.window_groups[i][g], b,
+                     scratch.data(), cols, {.kernel = &kernel});
+        }
+        for (int64_t m = 0; m < p.mg; ++m)
+          for (int64_t r = 0; r < win.rows; ++r) {
+            float *dst = yg + m * out_plane + (win.row0 + r) * p.ow + win.col0;
+            if (reads)
+              std::copy_n(scratch.data() + m * cols + r * win.cols, win.cols, dst);
+            else
+              std::fill_n(dst, win.cols, 0.0f);  // every tap reads padding
+          }
+      }
+      if (!has_epilogue) continue;
+      const float *zg = residual ? residual + y_offset : nullptr;
+      for (int64_t m = 0; m < p.mg; ++m)
+        epilogue.apply_scalar_bias(yg + m * out_plane, out_plane, bias ? bias[g * p.mg + m] : 0.0f,
+                                   zg ? zg + m * out_plane : nullptr);
+    }
 }
 
 // conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
@@ -112,7 +191,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
   const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
   if (packed && packed->winograd && cpu::winograd_applies(p))
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
-  if (packed && packed->groups.empty()) packed = nullptr;  // Winograd-only, shapes changed
+  if (packed && !packed->windows.empty() && packed->window_h == p.h && packed->window_w == p.w)
+    return conv2d_by_windows(ctx.pool, p, *packed, x, bias, residual, epilogue, y);
+  if (packed && packed->groups.empty()) packed = nullptr;  // Winograd or windows: shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
   // Bias and residual plus none, relu or clip are applied by the micro-kernel as it stores each
   // tile; other activations by the finish hook, one more pass over each block.
