@@ -64,6 +64,10 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
     return columns - rest + ceil_div(rest, kernel.edge_cols) * kernel.edge_cols;
   };
   const int64_t grid_lanes = lanes(p.oh * wp), plain_lanes = lanes(p.oh * p.ow);
+  // Few output channels per group (RegNet's and ResNeXt's grouped convs: 8 to 16): each packed
+  // value of B serves only mg multiply-adds, so gathering im2col panels costs more than the GEMM
+  // (76% of a 208-channel, 26-group 3x3 conv on 14x14, 3.5x the grid's time at 1 thread).
+  if (p.mg < 32) return 2 * grid_lanes <= 3 * plain_lanes;
   // Deep stride-2 convs with AVX2 (16-column panels) as stride 1: there the im2col panels' stride-2
   // gathers cost more than up to 10% more lanes (Zen 2, 2 threads, in-process A/B: 96->96 and
   // 64->64 3x3 s2 on 28x28 and 56x56 inputs 0.81x and 0.79x the time, 128->160 on 28x28 0.97x).
