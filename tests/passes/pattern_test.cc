@@ -1,4 +1,5 @@
-// The pattern passes: fuse_elementwise_chain, recognize_gelu and recognize_layer_norm. Each
+// The pattern passes: fuse_elementwise_chain, recognize_gelu, recognize_swish and
+// recognize_layer_norm. Each
 // positive case checks the rewrite, its note and that the optimized graph computes what the
 // original did; each negative case checks that a near-miss is left alone.
 #include <cmath>
@@ -132,6 +133,58 @@ TEST(FuseElementwiseChain, TwoChainsMeetingInABinaryStep) {
   EXPECT_TRUE(contains(notes, "fused 2 nodes (tanh 't', exp 'e')"));
   EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"fused_elementwise", 2}}));
   EXPECT_TRUE(same_outputs(original, g, {random_tensor({3, 10}, 6), random_tensor({3, 10}, 7)}));
+}
+
+// --- recognize_swish -----------------------------------------------------------------------------
+
+// x * sigmoid(x) and x * hard_sigmoid(x) (alpha 1/6) in both operand orders become silu and
+// hard_swish; the pipeline then fuses them into the conv before them (the written-out form
+// cannot: the conv's output has two users).
+TEST(RecognizeSwish, GateTimesInputInEitherOrderFusesIntoTheConv) {
+  struct Case {
+    std::string gate;
+    Attributes attrs;
+    std::string op;
+  };
+  const Attributes torch_hard{{"alpha", 1.0 / 6}, {"beta", 0.5}};
+  for (const Case &c :
+       {Case{"sigmoid", {}, "silu"}, Case{"hard_sigmoid", torch_hard, "hard_swish"}})
+    for (bool gate_first : {false, true}) {
+      SCOPED_TRACE(c.gate + (gate_first ? " gate first" : " x first"));
+      Graph g;
+      Value *x = g.add_input("x", {2, 3, 9, 9});
+      Value *w = g.add_constant("w", random_tensor({6, 3, 3, 3}, 5));
+      Value *b = g.add_constant("b", random_tensor({6}, 6, 0.5, 1.5));
+      Value *conv = g.add_op("conv2d", {x, w, b}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+      Value *gate = g.add_op(c.gate, {conv}, c.attrs, "gate");
+      g.mark_output(
+          g.add_op("mul", gate_first ? std::vector{gate, conv} : std::vector{conv, gate}, {}, "y"));
+      const Graph original = g.clone();
+      Graph recognized = g.clone();
+      const auto notes = run_pass(*make_recognize_swish(), recognized);
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_TRUE(contains(notes, "recognized " + c.op)) << notes[0];
+      EXPECT_EQ(op_counts(recognized), (std::map<std::string, int>{{"conv2d", 1}, {c.op, 1}}));
+      EXPECT_EQ(recognized.outputs()[0]->name(), "y");
+      const std::vector<Tensor> inputs = {random_tensor({2, 3, 9, 9}, 7, -3, 3)};
+      EXPECT_TRUE(same_outputs(original, recognized, inputs, 1e-5, 1e-5, "reference"));
+      g.optimize(2);
+      EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"fused_conv", 1}}));
+      EXPECT_TRUE(same_outputs(original, g, inputs, 1e-4, 1e-4));
+    }
+}
+
+TEST(RecognizeSwish, LeavesNearMissesAlone) {
+  // The gate read by another node, a gate on another value, ONNX's default hard_sigmoid (0.2).
+  Graph g;
+  Value *x = g.add_input("x", {4, 8});
+  Value *y = g.add_input("y", {4, 8});
+  Value *s = g.add_op("sigmoid", {x});
+  g.mark_output(g.add_op("mul", {x, s}));
+  g.mark_output(g.add_op("add", {s, y}));
+  g.mark_output(g.add_op("mul", {y, g.add_op("sigmoid", {x})}));
+  g.mark_output(g.add_op("mul", {x, g.add_op("hard_sigmoid", {x})}));
+  run_pass(*make_recognize_swish(), g, false);
 }
 
 // --- recognize_gelu ------------------------------------------------------------------------------
