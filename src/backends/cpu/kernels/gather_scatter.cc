@@ -21,18 +21,20 @@ constexpr int64_t kGrain = 1 << 14;
 template <class DimOf>
 std::vector<int64_t> resolved_indices(const KernelContext &ctx, const Tensor &idx, DimOf dim_of) {
   std::vector<int64_t> out(static_cast<size_t>(idx.numel()));
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    int64_t v;
-    if (idx.dtype() == DType::Int64)
-      v = idx.data<int64_t>()[i];
-    else if (idx.dtype() == DType::Int32)
-      v = idx.data<int32_t>()[i];
-    else
-      ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
-    const auto [n, dim] = dim_of(i);
-    if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", dim, " of size ", n);
-    out[static_cast<size_t>(i)] = v < 0 ? v + n : v;
-  }
+  auto resolve = [&](const auto *values) {
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const auto v = static_cast<int64_t>(values[i]);
+      const auto [n, dim] = dim_of(i);
+      if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", dim, " of size ", n);
+      out[static_cast<size_t>(i)] = v < 0 ? v + n : v;
+    }
+  };
+  if (idx.dtype() == DType::Int64)
+    resolve(idx.data<int64_t>());
+  else if (idx.dtype() == DType::Int32)
+    resolve(idx.data<int32_t>());
+  else
+    ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
   return out;
 }
 
@@ -151,8 +153,18 @@ void scatter_slices(const KernelContext &ctx, const Tensor &data, const Tensor &
     const size_t bytes = size_t(slice) * dtype_size(data.dtype());
     auto *dst = static_cast<char *>(y.raw_data());
     const auto *src = static_cast<const char *>(upd.raw_data());
-    for (size_t j = 0; j < offsets.size(); ++j)
-      std::memcpy(dst + size_t(offsets[j]) * bytes, src + j * bytes, bytes);
+    // Element-sized slices (scatter_elements) copy with a store of that size, not a call each.
+    auto copy_all = [&]<size_t kBytes>() {
+      for (size_t j = 0; j < offsets.size(); ++j)
+        std::memcpy(dst + size_t(offsets[j]) * kBytes, src + j * kBytes, kBytes);
+    };
+    if (bytes == 4)
+      copy_all.template operator()<4>();
+    else if (bytes == 8)
+      copy_all.template operator()<8>();
+    else
+      for (size_t j = 0; j < offsets.size(); ++j)
+        std::memcpy(dst + size_t(offsets[j]) * bytes, src + j * bytes, bytes);
     return;
   }
   bool typed = false;
@@ -193,16 +205,18 @@ void scatter_elements(KernelContext &ctx) {
   const size_t axis = resolved.axis;
   const std::vector<int64_t> &k = resolved.values;  // (no structured binding: lambdas use it)
   const std::vector<int64_t> stride = contiguous_strides(data.shape());
-  // The data offset of every update, in order.
+  // The data offset of every update, in order, a row of the innermost dim at a time.
   std::vector<int64_t> offsets(k.size());
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    int64_t rem = i, off = 0;
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t coord = rem % idx.shape()[d];
+  const int64_t inner = idx.shape()[rank - 1], rows = inner ? idx.numel() / inner : 0;
+  const int64_t inner_stride = axis == rank - 1 ? 0 : 1;  // the last dim's own step
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, base = 0;  // the row's offset in data, without the axis coordinate
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (d != axis) base += (rem % idx.shape()[d]) * stride[d];
       rem /= idx.shape()[d];
-      off += (d == axis ? k[size_t(i)] : coord) * stride[d];
     }
-    offsets[size_t(i)] = off;
+    for (int64_t j = 0, i = r * inner; j < inner; ++j, ++i)
+      offsets[size_t(i)] = base + j * inner_stride + k[size_t(i)] * stride[axis];
   }
   scatter_slices(ctx, data, upd, y, offsets, 1);
 }
