@@ -139,6 +139,9 @@ TEST(Conv2dOp, CpuMatchesReference) {
       {{2, 4, 30, 41}, {6, 4, 3, 2}, {{"dilations", V{2, 1}}, {"pads", V{2, 0, 1, 3}}}, false},
       {{1, 6, 21, 33}, {4, 3, 5, 5}, {{"group", int64_t{2}}, {"pads", V{2, 2, 2, 2}}}, true},
       {{1, 3, 22, 40}, {5, 3, 3, 3}, {}, true},
+      // One output row (a 1-D conv as 2-D, wav2vec2's grouped positional conv): the grid's
+      // columns are exactly the outputs.
+      {{2, 16, 1, 50}, {16, 4, 1, 17}, {{"group", int64_t{4}}, {"pads", V{0, 8, 0, 8}}}, true},
       // Stride 2 with output rows wider than 16. Shallow (depth <= 160, first layers) runs on
       // row/column parity planes of a padded copy: left/right padding, a 7x7 first layer, an
       // even kernel, two images. Deeper packs im2col 16 lanes at a time from 32 inputs, unless

@@ -63,7 +63,7 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
     const int64_t rest = columns % kernel.nr;
     return columns - rest + ceil_div(rest, kernel.edge_cols) * kernel.edge_cols;
   };
-  const int64_t grid_lanes = lanes(p.oh * wp), plain_lanes = lanes(p.oh * p.ow);
+  const int64_t grid_lanes = lanes((p.oh - 1) * wp + p.ow), plain_lanes = lanes(p.oh * p.ow);
   // Few output channels per group (RegNet's and ResNeXt's grouped convs: 8 to 16): each packed
   // value of B serves only mg multiply-adds, so gathering im2col panels costs more than the GEMM
   // (76% of a 208-channel, 26-group 3x3 conv on 14x14, 3.5x the grid's time at 1 thread).
@@ -76,7 +76,8 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
   return 10 * grid_lanes <= 11 * plain_lanes;
 }
 
-PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x) : oh_(p.oh) {
+PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x)
+    : oh_(p.oh), ow_(p.ow) {
   const bool stride2 = p.sh == 2;
   // Planes per channel, their rows, and the floats past the last plane that the last row's
   // discarded columns read.

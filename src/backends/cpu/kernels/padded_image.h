@@ -1,6 +1,7 @@
 // A stride-1 or stride-2 convolution's input as a zero-padded copy, and its im2col matrix as rows
 // of that copy. The output is computed on a grid of oh rows of Wp columns, Wp = ow plus what the
-// kernel overhangs; the last Wp - ow columns of each row are discarded by the caller.
+// kernel overhangs; the last Wp - ow columns of each row are discarded by the caller (and the last
+// row's are not computed: a 1-D conv, one output row, costs no extra columns at all).
 //
 // Stride 1: one padded plane per channel, Wp = ow + (kw - 1) * dw, and row k = (c, a, b) of B is
 // the plane shifted by c * plane + a * dh * Wp + b * dw.
@@ -27,11 +28,12 @@ class PaddedImage {
   // Whether the padded grid applies to this conv and costs `kernel` few extra lanes (see the .cc).
   static bool worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel);
   int64_t grid_width() const { return wp_; }  // Wp
-  int64_t columns() const { return oh_ * wp_; }
+  // The grid's columns up to the last output: the last row's discarded ones are not computed.
+  int64_t columns() const { return oh_ > 0 ? (oh_ - 1) * wp_ + ow_ : 0; }
   const GemmB &b() const { return *b_; }
 
  private:
-  int64_t oh_, wp_;
+  int64_t oh_, ow_, wp_;
   Tensor padded_;  // the planes, plus the floats read only by the last row's discarded columns
   std::unique_ptr<RowTableB> b_;
 };
