@@ -329,3 +329,27 @@ def test_large_constant_of_shape_is_not_made_at_load():
                        [numpy_helper.from_array(np.array([2, 3], np.int64), "s")])
     np.testing.assert_array_equal(lumen.load_onnx(small.SerializeToString()).run({})[0],
                                   np.zeros((2, 3), np.float32))
+
+
+def test_conv1d_with_a_computed_weight_runs_as_a_2d_conv():
+    """Weight normalization (w = g * v / ||v||), as the dynamo exporter writes wav2vec2's grouped
+    positional conv: the weight folds to a constant and the conv takes the 2-D kernels."""
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(11)
+    v = numpy_helper.from_array(rng.standard_normal((8, 2, 5)).astype(np.float32), "v")
+    g = numpy_helper.from_array((rng.random((8, 1, 1)) + 0.5).astype(np.float32), "g")
+    b = numpy_helper.from_array((rng.standard_normal(8) + 0.3).astype(np.float32), "b")
+    nodes = [helper.make_node("ReduceL2", ["v"], ["norm"], axes=[1, 2], keepdims=1),
+             helper.make_node("Div", ["v", "norm"], ["unit"]),
+             helper.make_node("Mul", ["unit", "g"], ["w"]),
+             helper.make_node("Conv", ["x", "w", "b"], ["y"], group=2, pads=[2, 2])]
+    proto = make_model(nodes, [f32("x", ["batch", 4, "time"])], [f32("y", None)], [v, g, b],
+                       opset=17)
+    compiled = lumen.load_onnx(proto.SerializeToString()).compile(backend="cpu")
+    assert "conv_nd" not in str(compiled.graph)
+    assert "conv2d" in str(compiled.graph) or "fused_conv" in str(compiled.graph)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in [(2, 4, 30), (1, 4, 7), (2, 4, 30)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(compiled.run({"x": x})[0], sess.run(None, {"x": x})[0],
+                                   rtol=1e-4, atol=1e-5)

@@ -27,11 +27,18 @@ bool is_f32_or_f64(const Value *v) {
 
 // A 1-D conv (audio front ends, wav2vec2's positional conv) as a conv2d over [N, C, 1, L]: the
 // 2-D kernels (GEMM, depthwise, epilogue fusions) serve it; unsqueeze/squeeze are views.
+// A weight computed in the graph (weight normalization, as the dynamo exporter writes wav2vec2's)
+// is unsqueezed there too; constant folding makes it a constant.
 Value *conv1d_as_conv2d(NodeContext &ctx, std::vector<Value *> inputs, const Attributes &attrs1d) {
-  const Tensor &w = inputs[1]->constant();
-  inputs[0] = ctx.add("unsqueeze", {inputs[0]}, {{"axes", std::vector<int64_t>{2}}});
-  inputs[1] =
-      ctx.constant(w.contiguous().reshape(Shape{w.shape()[0], w.shape()[1], 1, w.shape()[2]}));
+  const Attributes axis2{{"axes", std::vector<int64_t>{2}}};
+  inputs[0] = ctx.add("unsqueeze", {inputs[0]}, axis2);
+  if (inputs[1]->is_constant()) {
+    const Tensor &w = inputs[1]->constant();
+    inputs[1] =
+        ctx.constant(w.contiguous().reshape(Shape{w.shape()[0], w.shape()[1], 1, w.shape()[2]}));
+  } else {
+    inputs[1] = ctx.add("unsqueeze", {inputs[1]}, axis2);
+  }
   const auto pads = attrs1d.get_ints("pads", {0, 0});
   Attributes attrs{{"strides", std::vector<int64_t>{1, attrs1d.get_ints("strides", {1})[0]}},
                    {"dilations", std::vector<int64_t>{1, attrs1d.get_ints("dilations", {1})[0]}},
@@ -55,8 +62,7 @@ std::vector<Value *> convert_conv(NodeContext &ctx) {
   attrs.set("group", ctx.attrs().get_int("group", 1));
   std::vector<Value *> inputs{x, w};
   if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
-  if (kernel.size() == 1 && is_f32_or_f64(x) && w->is_constant())
-    return {conv1d_as_conv2d(ctx, inputs, attrs)};
+  if (kernel.size() == 1 && is_f32_or_f64(x)) return {conv1d_as_conv2d(ctx, inputs, attrs)};
   const bool fast = kernel.size() == 2 && is_f32_or_f64(x);
   return {ctx.emit(fast ? "conv2d" : "conv_nd", inputs, attrs)};
 }
