@@ -154,6 +154,10 @@ TEST(Conv2dOp, CpuMatchesReference) {
       {{1, 8, 36, 38}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 6, 6}, {4, 8, 1, 1}, {{"strides", V{2, 2}}}, true},
       {{1, 8, 4, 4}, {4, 8, 1, 1}, {{"pads", V{1, 1, 1, 1}}}, true},
+      {{2, 6, 9, 10},
+       {4, 3, 1, 1},
+       {{"group", int64_t{2}}, {"strides", V{2, 3}}, {"pads", V{1, 0, 0, 2}}},
+       true},  // 1x1 sampled: groups, two images, uneven strides and pads
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {}, true},
       {{1, 1, 5, 1}, {2, 1, 3, 1}, {}, true},
       {{3, 2, 1, 1}, {4, 2, 1, 1}, {}, false},

@@ -123,6 +123,22 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
   return packed;
 }
 
+// The input pixel each output of a 1x1 conv reads, per channel: [cg, oh * ow] (0 in padding).
+std::vector<float> sample_pixels(const ConvParams &p, const float *xg) {
+  std::vector<float> out(static_cast<size_t>(p.cg * p.oh * p.ow));
+  float *dst = out.data();
+  for (int64_t c = 0; c < p.cg; ++c)
+    for (int64_t oy = 0; oy < p.oh; ++oy) {
+      const int64_t iy = oy * p.sh - p.pt;
+      const float *row = iy >= 0 && iy < p.h ? xg + (c * p.h + iy) * p.w : nullptr;
+      for (int64_t ox = 0; ox < p.ow; ++ox, ++dst) {
+        const int64_t ix = ox * p.sw - p.pl;
+        *dst = row && ix >= 0 && ix < p.w ? row[ix] : 0.0f;
+      }
+    }
+  return out;
+}
+
 // One GEMM per tap window and (image, group), with only the window's taps, into a scratch block
 // copied to the window's place; then the epilogue over each output channel.
 void conv2d_by_windows(ThreadPool &pool, const ConvParams &p, const PackedConvWeights &packed,
@@ -184,8 +200,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
 
   const int64_t in_plane = checked_mul(p.h, p.w), out_plane = checked_mul(p.oh, p.ow);
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
-  const bool pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 &&
-                         p.pl == 0 && p.oh == p.h && p.ow == p.w;
+  const bool one_by_one = p.kh == 1 && p.kw == 1;
+  const bool pointwise =
+      one_by_one && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h && p.ow == p.w;
   const cpu::F32GemmMicrokernel &kernel = cpu::default_f32_gemm_microkernel();
   const bool padded_grid = !pointwise && cpu::PaddedImage::worthwhile(p, kernel);
   const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
@@ -241,9 +258,15 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     }
     // Pointwise convs pack B although a micro-kernel could read the planes in place: rows a
     // whole plane apart fall into few L1 sets (56x56: 16 of 64) and thrash it, 1.8x slower.
-    const cpu::StridedB plain_b(xg, in_plane, false);
+    // Other 1x1 convs (strided: ResNet and RegNet shortcuts) read one pixel per output: copied
+    // once into [cg, oh * ow], they are pointwise too, not im2col panels gathered with a stride.
+    std::vector<float> sampled;
+    if (one_by_one && !pointwise) sampled = sample_pixels(p, xg);
+    const cpu::StridedB plain_b(pointwise ? xg : sampled.data(), pointwise ? in_plane : out_plane,
+                                false);
     const cpu::Im2colB im2col_b(p, xg);
-    const cpu::GemmB &b = pointwise ? static_cast<const cpu::GemmB &>(plain_b) : im2col_b;
+    const cpu::GemmB &b = one_by_one ? static_cast<const cpu::GemmB &>(plain_b)
+                                     : static_cast<const cpu::GemmB &>(im2col_b);
     const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
       for (int64_t m = m0; m < m1; ++m) finish_outputs(m, j0, j1 - j0);
     };
