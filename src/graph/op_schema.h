@@ -103,6 +103,9 @@ std::vector<TensorType> infer_types(const OpSchema &schema, const InferContext &
 std::optional<Shape> broadcast_shapes(const Shape &a, const Shape &b);
 // The dims shape(x) returns for `shape` and the op's start/end attributes (clamped as ONNX says).
 std::vector<int64_t> shape_op_dims(const Shape &shape, const Attributes &attrs);
+// What a shape or size node returns for an input of static `shape`; nullopt for other ops.
+std::optional<Tensor> shape_query_value(std::string_view op, const Shape &shape,
+                                        const Attributes &attrs);
 // "[2, -1, 0]": ints as written (Shape::to_string would print -1 as "?").
 std::string ints_to_string(const std::vector<int64_t> &v);
 // a * b, or an error naming the node when the element count overflows int64.

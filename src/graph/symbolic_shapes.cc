@@ -87,15 +87,12 @@ std::optional<std::vector<ProbedValue>> probe_node(const Node *node, const Probe
   }
   // shape/size need only the input's shape; other ops run when every input is known and the
   // outputs are small (the arithmetic that feeds reshape, expand, slice, resize...).
-  if (node->op() == "shape" && !types.empty()) {
-    const std::vector<int64_t> dims = shape_op_dims(types[0].shape, node->attrs());
-    outputs[0].value = Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims);
-    return outputs;
-  }
-  if (node->op() == "size" && !types.empty()) {
-    outputs[0].value = Tensor::from_vector<int64_t>({}, {types[0].shape.numel()});
-    return outputs;
-  }
+  if (!types.empty())
+    if (std::optional<Tensor> value =
+            shape_query_value(node->op(), types[0].shape, node->attrs())) {
+      outputs[0].value = *std::move(value);
+      return outputs;
+    }
   const bool small = std::all_of(out_types.begin(), out_types.end(), [](const TensorType &t) {
     int64_t n = 1;
     for (int64_t d : t.shape)

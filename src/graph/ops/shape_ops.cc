@@ -259,4 +259,12 @@ std::vector<int64_t> shape_op_dims(const Shape &shape, const Attributes &attrs) 
   return {shape.dims().begin() + start, shape.dims().begin() + std::max(start, end)};
 }
 
+std::optional<Tensor> shape_query_value(std::string_view op, const Shape &shape,
+                                        const Attributes &attrs) {
+  if (op == "size") return Tensor::from_vector<int64_t>({}, {shape.numel()});
+  if (op != "shape") return std::nullopt;
+  const std::vector<int64_t> dims = shape_op_dims(shape, attrs);
+  return Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims);
+}
+
 }  // namespace lumen

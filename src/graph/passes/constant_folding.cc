@@ -29,10 +29,9 @@ bool has_users(const Node *node) {
 std::optional<std::vector<Tensor>> fold_from_static_shape(const Node *node) {
   const Value *x = node->input(0);
   if (!x || !x->has_shape() || !x->shape().is_static()) return std::nullopt;
-  if (node->op() == "size")
-    return std::vector{Tensor::from_vector<int64_t>({}, {x->shape().numel()})};
-  const std::vector<int64_t> dims = shape_op_dims(x->shape(), node->attrs());
-  return std::vector{Tensor::from_vector<int64_t>(Shape{static_cast<int64_t>(dims.size())}, dims)};
+  std::optional<Tensor> value = shape_query_value(node->op(), x->shape(), node->attrs());
+  if (!value) return std::nullopt;
+  return std::vector{*std::move(value)};
 }
 
 // The node's output types computed from its constant inputs (stored types may still be deferred

@@ -5,7 +5,6 @@
 // input (a 3x3 conv that costs 9x a 1x1 one). Any spatial rank (conv2d, fused_conv, conv_nd),
 // stride, dilation and group; needs the input's spatial dims and constant weights.
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "graph/passes/pass.h"
 #include "graph/passes/pattern.h"
+#include "lumen/ops.h"
 
 namespace lumen {
 namespace {
@@ -40,30 +40,18 @@ std::optional<TapRange> kept_taps(int64_t size, int64_t kernel, int64_t stride, 
   return TapRange{first, last};
 }
 
-// w[:, :, ranges...] of a weight [M, C/group, k1, ..., kr], contiguous.
+// w[:, :, ranges...] of a weight [M, C/group, k1, ..., kr], by the slice op.
 Tensor slice_taps(const Tensor &weight, const std::vector<TapRange> &ranges) {
-  const Tensor w = weight.contiguous();
-  const size_t rank = ranges.size();
-  std::vector<int64_t> dims = {w.shape()[0], w.shape()[1]};
-  for (const TapRange &r : ranges) dims.push_back(r.last - r.first + 1);
-  Tensor out = Tensor::empty(Shape(dims), w.dtype());
-  const std::vector<int64_t> in_strides = contiguous_strides(w.shape());
-  const size_t elem = dtype_size(w.dtype());
-  const auto *src = static_cast<const char *>(w.raw_data());
-  auto *dst = static_cast<char *>(out.raw_data());
-  std::vector<int64_t> index(rank + 2, 0);
-  for (int64_t n = 0; n < out.numel(); ++n) {
-    int64_t offset = index[0] * in_strides[0] + index[1] * in_strides[1];
-    for (size_t d = 0; d < rank; ++d)
-      offset += (index[d + 2] + ranges[d].first) * in_strides[d + 2];
-    std::memcpy(dst + static_cast<size_t>(n) * elem, src + static_cast<size_t>(offset) * elem,
-                elem);
-    for (size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < dims[d]) break;
-      index[d] = 0;
-    }
+  std::vector<int64_t> starts, ends, axes;
+  for (size_t d = 0; d < ranges.size(); ++d) {
+    starts.push_back(ranges[d].first);
+    ends.push_back(ranges[d].last + 1);
+    axes.push_back(static_cast<int64_t>(d + 2));
   }
-  return out;
+  const Shape n{static_cast<int64_t>(ranges.size())};
+  return call_op("slice",
+                 {weight, Tensor::from_vector<int64_t>(n, starts),
+                  Tensor::from_vector<int64_t>(n, ends), Tensor::from_vector<int64_t>(n, axes)})[0];
 }
 
 class TrimConvTaps final : public Pass {
