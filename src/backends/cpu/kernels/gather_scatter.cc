@@ -63,6 +63,18 @@ AxisIndices axis_indices(const KernelContext &ctx, const Tensor &data, const Ten
           })};
 }
 
+// gather_elements / scatter_elements walk indices by rows of its innermost dim: the data offset
+// (`stride`: data's) of row `r`'s first element, without the axis coordinate.
+int64_t row_offset(int64_t r, const Shape &indices, const std::vector<int64_t> &stride,
+                   size_t axis) {
+  int64_t base = 0;
+  for (size_t d = indices.rank() - 1; d-- > 0;) {
+    if (d != axis) base += (r % indices[d]) * stride[d];
+    r /= indices[d];
+  }
+  return base;
+}
+
 // y[i] = data[i with its axis coordinate replaced by indices[i]]; indices has y's shape. Walked
 // by rows of the innermost dim.
 void gather_elements(KernelContext &ctx) {
@@ -84,11 +96,7 @@ void gather_elements(KernelContext &ctx) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, inner));
   ctx.pool.parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      int64_t rem = r, base = 0;  // the row's offset in data, without the axis coordinate
-      for (size_t d = rank - 1; d-- > 0;) {
-        if (d != axis) base += (rem % idx.shape()[d]) * stride[d];
-        rem /= idx.shape()[d];
-      }
+      const int64_t base = row_offset(r, idx.shape(), stride, axis);
       for (int64_t j = 0; j < inner; ++j) {
         const int64_t i = r * inner + j;
         const int64_t off = base + j * inner_stride + k[size_t(i)] * stride[axis];
@@ -210,11 +218,7 @@ void scatter_elements(KernelContext &ctx) {
   const int64_t inner = idx.shape()[rank - 1], rows = inner ? idx.numel() / inner : 0;
   const int64_t inner_stride = axis == rank - 1 ? 0 : 1;  // the last dim's own step
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, base = 0;  // the row's offset in data, without the axis coordinate
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (d != axis) base += (rem % idx.shape()[d]) * stride[d];
-      rem /= idx.shape()[d];
-    }
+    const int64_t base = row_offset(r, idx.shape(), stride, axis);
     for (int64_t j = 0, i = r * inner; j < inner; ++j, ++i)
       offsets[size_t(i)] = base + j * inner_stride + k[size_t(i)] * stride[axis];
   }
