@@ -1,10 +1,10 @@
 // Depthwise convolution (one input channel per group) on the cpu backend against the reference:
-// the unrolled 3x3 stride-1 and stride-2 paths, 16 (AVX-512) or 8 (AVX2, outputs up to 27 wide)
-// channels per vector, the flat
-// taps over phase planes (other sizes, strides, dilations), the row-by-row path (mixed strides),
-// channel multipliers, asymmetric padding, planes narrower and wider than one vector, and the fused
-// epilogue (clip as MobileNet's relu6, plus a residual). The cpu kernel sums the nine taps in
-// float32 in another order than the reference (double): rtol/atol 1e-5.
+// channels in vector lanes (AVX2: any kernel, stride and dilation on outputs under 16 wide, 5x5 and
+// up strided, 7x7 and up; AVX-512 3x3), and plane by plane: the unrolled 3x3 stride-1 and stride-2
+// paths, the flat taps over phase planes (other sizes, strides, dilations), the row-by-row path
+// (mixed strides), channel multipliers; asymmetric padding, partial channel blocks, several row
+// strips, and the fused epilogue (clip as MobileNet's relu6, plus a residual). The cpu kernel sums
+// the taps in float32 in another order than the reference (double): rtol/atol 1e-5.
 #include <string>
 #include <vector>
 
@@ -65,6 +65,11 @@ std::vector<DwCase> cases() {
       {"3x5 s3 dilated", 1, 3, 25, 26, 1, 3, 5, {3, 3}, {1, 2, 0, 1}, {2, 1}},
       {"4x4 s4 no pad", 1, 5, 16, 20, 1, 4, 4, {4, 4}, {0, 0, 0, 0}, {1, 1}},
       {"3x3 s2 dilation 2", 1, 3, 15, 17, 1, 3, 3, {2, 2}, {2, 2, 2, 2}, {2, 2}},
+      // In lanes at any width: strided 5x5 (MNASNet 56x56 -> 28x28) and 7x7 over several row
+      // strips, 13 channels (one full and one partial block), 9x11 kernel.
+      {"5x5 s2 p2 13 channels 56x56", 1, 13, 56, 56, 1, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}},
+      {"7x7 s1 p3 13 channels 40x43", 1, 13, 40, 43, 1, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}},
+      {"9x11 s2 pads 4/5 11 channels", 2, 11, 21, 30, 1, 9, 11, {2, 2}, {4, 5, 3, 2}, {1, 1}},
   };
 }
 

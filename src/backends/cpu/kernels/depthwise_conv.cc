@@ -1,16 +1,17 @@
-// Depthwise convolution. With AVX-512 or AVX2, float 3x3 kernels (stride 1 or 2, one output per
-// input channel) run 16 or 8 channels at a time, one per vector lane (channels_in_lanes below).
-// Otherwise one input plane at a time: the plane is first copied into a zero-padded buffer, so the
-// inner loops have no bounds checks. 3x3 kernels with stride 1 or 2 then run as one flat loop over
-// the padded width (a few thrown-away columns per row keep the vectors full even on 7x7 planes)
-// with the nine taps summed in registers; for stride 2 the input is copied split by row and column
-// parity instead, so every tap reads contiguous memory. Any other kernel size, stride or dilation
-// (one stride for rows and columns) runs the same way: the plane split into stride x stride phase
-// planes, each tap one contiguous read, four taps per pass over a block of outputs (flat_taps).
-// Different row and column strides run row by row, tap by tap.
-// The zero borders are written once per thread and call, only the inside per plane. The epilogue
-// runs on each finished row (or block of narrow rows) while it is in L1. 1x1 kernels are a
-// per-channel affine map. Parallel over input planes (n, c), each producing its p.mg output planes.
+// Depthwise convolution. With AVX2, float convs with one output per input channel run 8 channels
+// at a time (16 for 3x3 with AVX-512), one per vector lane, where that beats the plane-wise loops
+// (narrow planes, large kernels: see channels_in_lanes below). Otherwise one input plane at a time:
+// the plane is first copied into a zero-padded buffer, so the inner loops have no bounds checks.
+// 3x3 kernels with stride 1 or 2 then run as one flat loop over the padded width (a few thrown-away
+// columns per row keep the vectors full even on 7x7 planes) with the nine taps summed in registers;
+// for stride 2 the input is copied split by row and column parity instead, so every tap reads
+// contiguous memory. Any other kernel size, stride or dilation (one stride for rows and columns)
+// runs the same way: the plane split into stride x stride phase planes, each tap one contiguous
+// read, four taps per pass over a block of outputs (flat_taps). Different row and column strides
+// run row by row, tap by tap. The zero borders are written once per thread and call, only the
+// inside per plane. The epilogue runs on each finished row (or block of narrow rows) while it is in
+// L1. 1x1 kernels are a per-channel affine map. Parallel over input planes (n, c), each producing
+// its p.mg output planes.
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
@@ -214,7 +215,7 @@ template <class T>
 LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd,
                                           const FlatTaps &ft, Scratch<T> &s, const T *k, T bias,
                                           const T *residual, const Epilogue<T> &epilogue,
-                                          bool has_epilogue, T *y) {
+                                          bool has_epilogue, bool avx2, T *y) {
   auto finish_row = [&](int64_t i) {
     if (has_epilogue)
       epilogue.apply(y + i * p.ow, p.ow, nullptr, residual ? residual + i * p.ow : nullptr);
@@ -241,7 +242,19 @@ LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const 
         s.taps[size_t(i)] =
             phases + ft.phase[size_t(i)] * ft.rows * ft.l + ft.offset[size_t(i)] + t0;
       flat_taps(s.taps.data(), k, taps, bias, out, len);
-    } else if (kind == Kind::S1)
+      return;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (avx2 && kind == Kind::S1)
+        return ukernels::f32_depthwise3x3_s1_rows__avx2(s.padded.data() + t0, l, k, bias, out, len);
+      if (avx2)
+        return ukernels::f32_depthwise3x3_s2_rows__avx2(q + t0, q + qplane + t0,
+                                                        q + 2 * qplane + t0, q + 3 * qplane + t0, l,
+                                                        k, bias, out, len);
+    }
+#endif
+    if (kind == Kind::S1)
       flat_3x3_s1(s.padded.data() + t0, l, k, bias, out, len);
     else
       flat_3x3_s2(q + t0, q + qplane + t0, q + 2 * qplane + t0, q + 3 * qplane + t0, l, k, bias,
@@ -291,11 +304,22 @@ void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T
                     });
 }
 
-// 3x3 convs with one output channel per input channel run 16 (AVX-512) or 8 (AVX2) channels at a
-// time, one per vector lane (ukernels/f32_depthwise.h): one plane at a time fills vectors less than
-// half on 7x7 planes and spends more on borders than on taps. In MobileNetV2 at 2 threads (profile
-// medians): 192 channels s2 28x28 33 -> 19 us, 960 channels 7x7 37 -> 20 us, 112x112 planes about
-// even.
+// Whether channels in lanes beats plane by plane. Planes narrower than two vectors leave most of
+// the plane-wise loops' lanes empty; wide planes fill them, and then the transposes in and out cost
+// more than they save, except where the plane-wise path is its slowest: the flat taps (kernels
+// other than 3x3), strided 5x5 and up, and 7x7 and up (ConvNeXt) at any width. In-process A/B at
+// 2 threads (Zen 2), lanes/planes time: 3x3 s1 on 7x7 0.74, 14x14 0.99, 28x28 1.18, 56x56 1.16;
+// 5x5 s1 7x7 0.72, 14x14 0.95, 28x28 1.11; 5x5 s2 to 28x28 0.79, to 56x56 0.88; 7x7 s1 on 14x14
+// 0.77, 56x56 0.93; 3x3 dilation 2 on 28x28 1.31.
+bool lanes_pay_off(const ConvParams &p) {
+  const int64_t taps = p.kh * p.kw;
+  return p.ow < 16 || (taps >= 25 && (p.sw > 1 || taps >= 49));
+}
+
+// Convs with one output channel per input channel (any kernel, strides, dilations) run 8 (AVX2)
+// channels at a time, one per vector lane, where lanes_pay_off; 3x3 ones 16 at a time with
+// AVX-512 (ukernels/f32_depthwise.h).
+
 template <class T>
 bool channels_in_lanes(ThreadPool &, const ConvParams &, const T *, const T *, const T *, const T *,
                        const Epilogue<T> &, T *) {
@@ -308,15 +332,11 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                        float *y) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const vec::Isa isa = vec::cpu_isa();
-  // With AVX2 only narrow outputs: from 28 columns on the plane-wise loops fill their 8 lanes
-  // and skip the transposes (Zen 2, 2 threads: 96 channels s2 on 112x112 264 vs 318 us, 192 on
-  // 28x28 71 vs 76; 384 s2 on 28x28 -> 14x14 92 vs 121 the other way).
-  constexpr int64_t kAvx2MaxWidth = 27;
-  if (isa < vec::Isa::Avx2 || (isa == vec::Isa::Avx2 && p.ow > kAvx2MaxWidth) || p.mg != 1 ||
-      p.kh != 3 || p.kw != 3 || p.dh != 1 || p.dw != 1 || p.sh != p.sw ||
-      (p.sh != 1 && p.sh != 2) || p.pt < 0 || p.pl < 0)
-    return false;
-  const int lanes = isa == vec::Isa::Avx512 ? 16 : 8;
+  if (isa < vec::Isa::Avx2 || p.mg != 1 || p.pt < 0 || p.pl < 0 || !lanes_pay_off(p)) return false;
+  // AVX-512 has a 3x3 kernel of its own; everything else takes the AVX2 one.
+  const bool avx512_3x3 = isa == vec::Isa::Avx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 &&
+                          p.dw == 1 && p.sh == p.sw && (p.sh == 1 || p.sh == 2);
+  const int lanes = avx512_3x3 ? 16 : 8;
   const int64_t blocks = ceil_div(p.c, lanes), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
   const bool has_epilogue = residual || epilogue.has_activation();
   pool.parallel_for(p.n * blocks, 1, [&](int64_t begin, int64_t end) {
@@ -325,16 +345,30 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
       const int64_t n = item / blocks, c0 = item % blocks * lanes;
       const int channels = static_cast<int>(std::min<int64_t>(lanes, p.c - c0));
       const int64_t out = (n * p.m + c0) * out_plane;
-      const ukernels::DepthwiseChannels d{
-          x + (n * p.c + c0) * in_plane, p.h,      p.w,     p.pt, p.pl, p.sh, w + c0 * 9,
-          bias ? bias + c0 : nullptr,    channels, y + out, p.oh, p.ow};
-      scratch.resize(ukernels::f32_depthwise3x3_scratch(d, lanes) + 16);
+      const ukernels::DepthwiseChannels d{.x = x + (n * p.c + c0) * in_plane,
+                                          .h = p.h,
+                                          .w = p.w,
+                                          .pt = p.pt,
+                                          .pl = p.pl,
+                                          .kh = p.kh,
+                                          .kw = p.kw,
+                                          .sh = p.sh,
+                                          .sw = p.sw,
+                                          .dh = p.dh,
+                                          .dw = p.dw,
+                                          .weights = w + c0 * p.kh * p.kw,
+                                          .bias = bias ? bias + c0 : nullptr,
+                                          .channels = channels,
+                                          .y = y + out,
+                                          .oh = p.oh,
+                                          .ow = p.ow};
+      scratch.resize(ukernels::f32_depthwise_scratch(d, lanes) + 16);
       const auto address = reinterpret_cast<uintptr_t>(scratch.data());
       float *aligned = scratch.data() + ((64 - address % 64) % 64) / sizeof(float);
-      if (isa == vec::Isa::Avx512)
+      if (avx512_3x3)
         ukernels::f32_depthwise3x3_c16__avx512(d, aligned);
       else
-        ukernels::f32_depthwise3x3_c8__avx2(d, aligned);
+        ukernels::f32_depthwise_c8__avx2(d, aligned);
       if (has_epilogue)
         epilogue.apply(y + out, channels * out_plane, nullptr, residual ? residual + out : nullptr);
     }
@@ -401,7 +435,7 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
               const int64_t m = c * p.mg + g, out = n * p.m + m;
               output_plane(p, kind, pd, ft, s, w + m * kernel_area, bias ? bias[m] : T(0),
                            residual ? residual + out * out_plane : nullptr, epilogue, has_epilogue,
-                           y + out * out_plane);
+                           avx2, y + out * out_plane);
             }
           });
         }

@@ -46,9 +46,9 @@ inline void transpose16(__m512 r[16]) {
 }  // namespace
 
 void f32_depthwise3x3_c16__avx512(const DepthwiseChannels &d, float *scratch) {
-  const int64_t s = d.stride, cols = (d.ow - 1) * s + 3;
+  const int64_t s = d.sh, cols = d.padded_cols();
   const int64_t in_plane = d.h * d.w, out_plane = d.oh * d.ow;
-  const int64_t strip = f32_depthwise3x3_strip(d, 16);
+  const int64_t strip = f32_depthwise_strip(d, 16);
   const __mmask16 channels = first_lanes(d.channels);
   const __m512 zero = _mm512_setzero_ps();
 

@@ -1,0 +1,141 @@
+// The channels-in-lanes depthwise conv (f32_depthwise.h) for AVX2, any kernel size, strides and
+// dilations: 8 channels per vector, 8x8 transposes in and out. Each weight vector loaded serves
+// several outputs of a row (up to 8 accumulators in registers), so the taps cost about one load
+// per multiply-add. No masked stores (microcoded on AMD): an output row tail shorter than 8
+// positions goes through a buffer.
+#include "backends/cpu/ukernels/f32_depthwise.h"
+
+// Built with this ISA's flags on x86-64 only; elsewhere the caller never runs it (CPU check).
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backends/cpu/ukernels/avx2_vectors.h"
+
+namespace lumen::ukernels {
+namespace {
+
+constexpr int kLanes = 8;
+
+// kOutputs consecutive outputs of one row: `in` points at the first one's window in the strip,
+// `step` is the floats between two outputs' windows, row_step and col_step the floats between
+// kernel rows and columns. kKw is the kernel width when known at compile time (0: kw), so that
+// common kernels' taps are unrolled.
+template <int kOutputs, int kKw>
+inline void outputs(const float *in, int64_t step, int64_t kh, int64_t kw_runtime, int64_t row_step,
+                    int64_t col_step, const float *wv, __m256 bias, float *out) {
+  const int64_t kw = kKw > 0 ? kKw : kw_runtime;
+  __m256 acc[kOutputs];
+  for (int u = 0; u < kOutputs; ++u) acc[u] = bias;
+  for (int64_t a = 0; a < kh; ++a) {
+    const float *row = in + a * row_step;
+    const float *w = wv + a * kw * kLanes;
+    for (int64_t b = 0; b < kw; ++b) {
+      const __m256 k = _mm256_load_ps(w + b * kLanes);
+      const float *src = row + b * col_step;
+      for (int u = 0; u < kOutputs; ++u)
+        acc[u] = _mm256_fmadd_ps(k, _mm256_load_ps(src + u * step), acc[u]);
+    }
+  }
+  for (int u = 0; u < kOutputs; ++u) _mm256_store_ps(out + u * kLanes, acc[u]);
+}
+
+// One output row, 8, 4, 2 or 1 outputs at a time.
+template <int kKw>
+void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t kw, int64_t row_step,
+                int64_t col_step, const float *wv, __m256 bias, float *out) {
+  int64_t j = 0;
+  for (; j + 8 <= ow; j += 8)
+    outputs<8, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
+  if (j + 4 <= ow) {
+    outputs<4, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
+    j += 4;
+  }
+  if (j + 2 <= ow) {
+    outputs<2, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
+    j += 2;
+  }
+  if (j < ow)
+    outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
+}
+
+}  // namespace
+
+void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
+  const int64_t cols = d.padded_cols(), taps = d.kh * d.kw;
+  const int64_t in_plane = d.h * d.w, out_plane = d.oh * d.ow;
+  const int64_t strip = f32_depthwise_strip(d, kLanes);
+  const __m256 zero = _mm256_setzero_ps();
+
+  // The weights as one vector per tap, lane l holding channel l's.
+  float *wv = scratch;
+  for (int64_t k = 0; k < taps; ++k)
+    for (int l = 0; l < kLanes; ++l)
+      wv[k * kLanes + l] = l < d.channels ? d.weights[l * taps + k] : 0;
+  const __m256 bias = d.bias ? _mm256_maskload_ps(d.bias, first_lanes8(d.channels)) : zero;
+
+  float *t = scratch + taps * kLanes;  // [rows][cols][8]: padded input rows of the strip
+  const int64_t step = d.sw * kLanes, row_step = d.dh * cols * kLanes, col_step = d.dw * kLanes;
+  for (int64_t i0 = 0; i0 < d.oh; i0 += strip) {
+    const int64_t i1 = std::min(d.oh, i0 + strip);
+    const int64_t r0 = i0 * d.sh, rows = d.padded_rows(i1 - i0);
+    float *o = t + rows * cols * kLanes;  // [(i1 - i0) * ow][8]
+    // Transpose the strip's input rows in: 8 columns of 8 channels at a time.
+    for (int64_t r = 0; r < rows; ++r) {
+      float *trow = t + r * cols * kLanes;
+      const int64_t ir = r0 + r - d.pt;
+      if (ir < 0 || ir >= d.h) {
+        for (int64_t c = 0; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+        continue;
+      }
+      const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
+      for (int64_t c = 0; c < c0; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+      for (int64_t c = c1; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+      const float *xrow = d.x + ir * d.w;
+      for (int64_t ic = 0; ic < c1 - c0; ic += kLanes) {
+        const bool full = c1 - c0 - ic >= kLanes;
+        const __m256i m = first_lanes8(c1 - c0 - ic);
+        __m256 v[8];
+        for (int l = 0; l < kLanes; ++l) {
+          const float *src = xrow + l * in_plane + ic;
+          v[l] = l >= d.channels ? zero : full ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, m);
+        }
+        transpose8x8(v);
+        const int64_t n = std::min<int64_t>(kLanes, c1 - c0 - ic);
+        for (int64_t k = 0; k < n; ++k) _mm256_store_ps(trow + (c0 + ic + k) * kLanes, v[k]);
+      }
+    }
+    // The taps, row by row; 3, 5 and 7 wide kernels unrolled.
+    const auto row = d.kw == 3   ? output_row<3>
+                     : d.kw == 5 ? output_row<5>
+                     : d.kw == 7 ? output_row<7>
+                                 : output_row<0>;
+    for (int64_t i = i0; i < i1; ++i)
+      row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
+          o + (i - i0) * d.ow * kLanes);
+    // Transpose the outputs back into planes, 8 positions at a time.
+    const int64_t q0 = i0 * d.ow, count = (i1 - i0) * d.ow;
+    for (int64_t q = 0; q < count; q += kLanes) {
+      __m256 v[8];
+      for (int k = 0; k < kLanes; ++k)
+        v[k] = _mm256_load_ps(o + (q + k) * kLanes);  // past count: junk
+      transpose8x8(v);
+      const int64_t n = std::min<int64_t>(kLanes, count - q);
+      for (int l = 0; l < d.channels; ++l) {
+        float *dst = d.y + l * out_plane + q0 + q;
+        if (n == kLanes) {
+          _mm256_storeu_ps(dst, v[l]);
+        } else {
+          alignas(32) float tail[kLanes];
+          _mm256_store_ps(tail, v[l]);
+          std::copy(tail, tail + n, dst);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace lumen::ukernels
+
+#endif  // __AVX2__
