@@ -76,20 +76,22 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
   return 10 * grid_lanes <= 11 * plain_lanes;
 }
 
-PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x)
-    : oh_(p.oh), ow_(p.ow) {
-  const bool stride2 = p.sh == 2;
+PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x,
+                         int64_t zero_channels)
+    : stride2_(p.sh == 2), oh_(p.oh), ow_(p.ow), dh_(p.dh), dw_(p.dw) {
+  const bool stride2 = stride2_;
   // Planes per channel, their rows, and the floats past the last plane that the last row's
   // discarded columns read.
   const int64_t parities = stride2 ? 4 : 1;
   const int64_t hp = stride2 ? p.oh + (p.kh - 1) / 2 : p.oh + (p.kh - 1) * p.dh;
   wp_ = stride2 ? p.ow + (p.kw - 1) / 2 : p.ow + (p.kw - 1) * p.dw;
   const int64_t slack = wp_ - p.ow;
-  const int64_t plane = checked_mul(hp, wp_);
-  const int64_t planes = checked_mul(p.cg, parities);
+  const int64_t plane = plane_ = checked_mul(hp, wp_);
+  const int64_t planes = checked_mul(checked_add(p.cg, zero_channels), parities);
   padded_ = Tensor::empty(Shape{checked_add(checked_mul(planes, plane), slack)}, DType::Float32);
   float *dst = padded_.data<float>();
-  std::fill(dst + planes * plane, dst + planes * plane + slack, 0.0f);
+  // The zero channels and the slack after them.
+  std::fill(dst + p.cg * parities * plane, dst + planes * plane + slack, 0.0f);
   // One item per output row of planes: (channel, row parity, row); each writes the row of both
   // column parities. Over the pool: done serially, the copy was a tenth of a small conv.
   const int64_t row_parities = stride2 ? 2 : 1;
@@ -123,12 +125,15 @@ PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x)
   std::vector<int64_t> rows(static_cast<size_t>(checked_mul(checked_mul(p.cg, p.kh), p.kw)));
   KernelTap tap(p, 0);
   for (int64_t &row : rows) {
-    row = stride2
-              ? (tap.c * 4 + 2 * (tap.a % 2) + tap.b % 2) * plane + (tap.a / 2) * wp_ + tap.b / 2
-              : tap.c * plane + tap.a * p.dh * wp_ + tap.b * p.dw;
+    row = tap_offset(tap.c, tap.a, tap.b);
     tap.next(p);
   }
   b_ = std::make_unique<RowTableB>(dst, std::move(rows));
+}
+
+int64_t PaddedImage::tap_offset(int64_t c, int64_t a, int64_t b) const {
+  return stride2_ ? (c * 4 + 2 * (a % 2) + b % 2) * plane_ + (a / 2) * wp_ + b / 2
+                  : c * plane_ + a * dh_ * wp_ + b * dw_;
 }
 
 }  // namespace lumen::cpu

@@ -22,18 +22,25 @@ namespace lumen::cpu {
 
 class PaddedImage {
  public:
-  // Copies the group's input channels (starting at `x`) into zero-padded planes, over `pool`.
-  PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x);
+  // Copies the group's input channels (starting at `x`) into zero-padded planes, over `pool`,
+  // followed by `zero_channels` channels of zeros (for taps that fall outside an N-D conv's
+  // outer dims, see conv_nd.cc).
+  PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x, int64_t zero_channels = 0);
 
   // Whether the padded grid applies to this conv and costs `kernel` few extra lanes (see the .cc).
   static bool worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel);
   int64_t grid_width() const { return wp_; }  // Wp
   // The grid's columns up to the last output: the last row's discarded ones are not computed.
   int64_t columns() const { return oh_ > 0 ? (oh_ - 1) * wp_ + ow_ : 0; }
+  // B's rows for p's taps, in im2col order (c, a, b).
   const GemmB &b() const { return *b_; }
+  // Where the row of channel c (of p.cg + zero_channels), kernel tap (a, b), starts in data().
+  int64_t tap_offset(int64_t c, int64_t a, int64_t b) const;
+  const float *data() const { return padded_.data<float>(); }
 
  private:
-  int64_t oh_, ow_, wp_;
+  bool stride2_;
+  int64_t oh_, ow_, wp_, plane_ = 0, dh_, dw_;
   Tensor padded_;  // the planes, plus the floats read only by the last row's discarded columns
   std::unique_ptr<RowTableB> b_;
 };
