@@ -169,6 +169,22 @@ TEST(Conv2dOp, CpuMatchesReference) {
       {{4, 16, 20, 20}, {32, 16, 3, 3}, {{"pads", V{1, 1, 1, 1}}}, true},  // many items
       {{1, 32, 30, 30}, {48, 32, 3, 3}, {{"pads", V{1, 1, 1, 1}}}, true},  // one item, threaded
       {{1, 64, 24, 24}, {64, 64, 1, 1}, {}, false},                        // big 1x1
+      // 8, 16 or 24 output channels per group (grouped_conv.h): 8 channels in lanes, row tails
+      // of 12/8/4/2/1 outputs, strides, dilation, asymmetric pads, a 1x1 grouped conv.
+      {{1, 24, 30, 30}, {24, 8, 3, 3}, {{"group", int64_t{3}}, {"pads", V{1, 1, 1, 1}}}, true},
+      {{2, 16, 29, 31},
+       {16, 8, 3, 3},
+       {{"group", int64_t{2}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}},
+       true},
+      {{1, 8, 13, 17},
+       {32, 4, 3, 3},
+       {{"group", int64_t{2}},
+        {"dilations", V{2, 2}},
+        {"pads", V{2, 1, 0, 3}},
+        {"strides", V{1, 2}}},
+       false},
+      {{1, 24, 7, 7}, {48, 12, 5, 5}, {{"group", int64_t{2}}, {"pads", V{2, 2, 2, 2}}}, true},
+      {{1, 16, 9, 9}, {16, 8, 1, 1}, {{"group", int64_t{2}}}, true},
   };
   uint64_t seed = 1;
   for (const ConvCase &c : cases) {
@@ -179,6 +195,20 @@ TEST(Conv2dOp, CpuMatchesReference) {
     EXPECT_TRUE(cpu_matches_reference("conv2d", inputs, c.attrs, kRtol, kAtol));
     seed += 3;
   }
+}
+
+// The grouped convs in lanes with fused_conv's epilogue: an activation and a residual.
+TEST(Conv2dOp, GroupedFusedEpilogueMatchesReference) {
+  using V = std::vector<int64_t>;
+  const Tensor x = random_tensor({2, 32, 15, 14}, 40, -2, 2);
+  const Tensor w = random_tensor({32, 8, 3, 3}, 41);
+  const Tensor b = random_tensor({32}, 42);
+  Attributes attrs{{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}, {"strides", V{1, 1}}};
+  attrs.set("activation", std::string("silu"));
+  EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b}, attrs, kRtol, kAtol));
+  const Tensor z = random_tensor({2, 32, 15, 14}, 43);
+  attrs.set("activation", std::string("relu"));
+  EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b, z}, attrs, kRtol, kAtol));
 }
 
 TEST(Conv2dOp, ZeroInputChannelsGiveBias) {

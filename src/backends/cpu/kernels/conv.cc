@@ -25,6 +25,7 @@
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/kernels/conv_tap_windows.h"
 #include "backends/cpu/kernels/depthwise_conv.h"
+#include "backends/cpu/kernels/grouped_conv.h"
 #include "backends/cpu/kernels/im2col_panels.h"
 #include "backends/cpu/kernels/padded_image.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -40,6 +41,7 @@ struct PackedConvWeights {
   std::vector<cpu::PackedA> groups;
   std::shared_ptr<cpu::WinogradWeights> winograd;
   std::vector<cpu::TapWindow> windows;
+  std::vector<float> group_lanes;  // grouped convs with few channels per group (grouped_conv.h)
   std::vector<std::vector<cpu::PackedA>> window_groups;  // [window][group]; none for empty taps
   int64_t window_h = 0, window_w = 0;                    // the input size the windows are for
 };
@@ -116,6 +118,11 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
     }
   }
   const int64_t mg = m / group, k = w->numel() / m;
+  if (cpu::grouped_conv_in_lanes_applies(group, w->shape()[1], mg)) {
+    packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, w->shape()[1],
+                                                         w->shape()[2] * w->shape()[3]);
+    return packed;
+  }
   const auto &kernel = cpu::default_f32_gemm_microkernel();
   for (int64_t g = 0; g < group; ++g)
     packed->groups.emplace_back(cpu::StridedA(w->data<float>() + g * mg * k, k, false), mg, k,
@@ -210,6 +217,15 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
   if (packed && !packed->windows.empty() && packed->window_h == p.h && packed->window_w == p.w)
     return conv2d_by_windows(ctx.pool, p, *packed, x, bias, residual, epilogue, y);
+  if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg)) {
+    const std::vector<float> computed =
+        packed && !packed->group_lanes.empty()
+            ? std::vector<float>()
+            : cpu::grouped_conv_lane_weights(w, p.m, p.cg, p.kh * p.kw);
+    return cpu::grouped_conv_in_lanes(
+        ctx.pool, p, x, computed.empty() ? packed->group_lanes.data() : computed.data(), bias,
+        residual, epilogue, y);
+  }
   if (packed && packed->groups.empty()) packed = nullptr;  // Winograd or windows: shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
   // Bias and residual plus none, relu or clip are applied by the micro-kernel as it stores each
