@@ -54,26 +54,25 @@ bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kern
     return false;
   }
   // The grid's extra columns cost the lanes the micro-kernel computes for them (a 3x3 conv on a
-  // 7x7 map fills two 32-column tiles either way), against packing im2col panels, a gather per
-  // value where the grid copies rows. On 13x13 maps the grid's 195 columns take 208 lanes to the
-  // plane's 176, and the im2col path ran 12-14% faster at 1 thread, 1% at 2 (squeezenet's 48->192
-  // and 64->256 3x3 convs); on 14x14 (224 to 208) and 27x27 (784 to 736) the two were even or
-  // the grid ahead.
+  // 7x7 map fills two 32-column tiles either way), mg multiply-adds per lane and depth step;
+  // packing im2col panels instead costs a gather per value of B, about 32 multiply-adds' worth,
+  // more on rows narrower than a panel (one copy call per row segment). So the fewer output
+  // channels per group, the more extra lanes the grid is worth: RegNet's 8 per group (76% of a
+  // 26-group 3x3 conv on 14x14 was gathering, 3.5x the grid's time), DenseNet's 128->32 3x3 on 7x7
+  // (0.59x the im2col time at 2 threads, in-process A/B) and 14x14 (0.55x). On squeezenet's 13x13
+  // maps (48->192, 64->256: 208 grid lanes to 176) the two were within 4%.
   const auto lanes = [&](int64_t columns) {
     const int64_t rest = columns % kernel.nr;
     return columns - rest + ceil_div(rest, kernel.edge_cols) * kernel.edge_cols;
   };
   const int64_t grid_lanes = lanes((p.oh - 1) * wp + p.ow), plain_lanes = lanes(p.oh * p.ow);
-  // Few output channels per group (RegNet's and ResNeXt's grouped convs: 8 to 16): each packed
-  // value of B serves only mg multiply-adds, so gathering im2col panels costs more than the GEMM
-  // (76% of a 208-channel, 26-group 3x3 conv on 14x14, 3.5x the grid's time at 1 thread).
-  if (p.mg < 32) return 2 * grid_lanes <= 3 * plain_lanes;
+  const int64_t gather_cost = 32 * 16 / std::clamp<int64_t>(p.ow, 1, 16);
   // Deep stride-2 convs with AVX2 (16-column panels) as stride 1: there the im2col panels' stride-2
   // gathers cost more than up to 10% more lanes (Zen 2, 2 threads, in-process A/B: 96->96 and
   // 64->64 3x3 s2 on 28x28 and 56x56 inputs 0.81x and 0.79x the time, 128->160 on 28x28 0.97x).
   if (p.sh == 2 && p.cg * p.kh * p.kw > kShallowDepth && kernel.nr > 16)
     return grid_lanes <= plain_lanes;
-  return 10 * grid_lanes <= 11 * plain_lanes;
+  return grid_lanes * p.mg <= plain_lanes * (p.mg + gather_cost);
 }
 
 PaddedImage::PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x,
