@@ -52,12 +52,17 @@ void grouped_conv_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x
     strip = std::max<int64_t>(1, p.oh / ceil_div(wanted, images_groups));
   strip = std::min(strip, p.oh);
   const int64_t strips = ceil_div(p.oh, strip), blocks = p.mg / kLanes, taps = p.kh * p.kw;
+  // Too few strips (one image, one group, a small map): the output channels' blocks are split too.
+  const int64_t per_chunk =
+      ceil_div(blocks, std::clamp<int64_t>(ceil_div(wanted, images_groups * strips), 1, blocks));
+  const int64_t chunks = ceil_div(blocks, per_chunk);
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow;
   const bool has_epilogue = residual || epilogue.has_activation();
-  pool.parallel_for(images_groups * strips, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(images_groups * strips * chunks, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> padded, scratch;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t ng = item / strips, s = item % strips, n = ng / p.group, g = ng % p.group;
+      const int64_t chunk = item % chunks, ns = item / chunks;
+      const int64_t ng = ns / strips, s = ns % strips, n = ng / p.group, g = ng % p.group;
       const int64_t i0 = s * strip, i1 = std::min(p.oh, i0 + strip);
       const int64_t rows = (i1 - 1 - i0) * p.sh + reach, r0 = i0 * p.sh - p.pt;
       // The strip's input rows, zero-padded: [cg][rows][wp].
@@ -81,7 +86,7 @@ void grouped_conv_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x
       scratch.resize(static_cast<size_t>((p.ow + kLanes) * kLanes + kLanes));
       const auto address = reinterpret_cast<uintptr_t>(scratch.data());
       float *aligned = scratch.data() + ((32 - address % 32) % 32) / sizeof(float);
-      for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t b = chunk * per_chunk; b < std::min(blocks, (chunk + 1) * per_chunk); ++b) {
         const int64_t m0 = g * p.mg + b * kLanes;  // the block's first output channel
         float *yb = y + (n * p.m + m0) * out_plane;
         const ukernels::GroupConvRows d{.x = padded.data(),
