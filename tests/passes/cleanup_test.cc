@@ -122,6 +122,31 @@ TEST(CleanupConstantFolding, DoesNotMaterializeHugeConstant) {
   EXPECT_EQ(count(g, "constant_of_shape"), 1);
 }
 
+// A weight written as constant_of_shape (the ONNX light models): folded though larger than the
+// cheap-op limit, since the conv packs constant weights when the model is compiled; past the
+// budget (here 4 GiB) it stays a node and nothing is allocated.
+TEST(CleanupConstantFolding, FoldsWeightsForPreparedKernels) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 64, 8, 8});
+  Tensor half = floats({1}, 0.5f);
+  Value *w = g.add_op("constant_of_shape", {g.add_constant("dims", ints({256, 64, 3, 3}))},
+                      {{"value", half}});
+  g.mark_output(g.add_op("conv2d", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  Graph before = g.clone();
+  auto pass = make_constant_folding();
+  run_pass(*pass, g);
+  EXPECT_EQ(count(g, "constant_of_shape"), 0);
+  EXPECT_TRUE(same_outputs(before, g, {random_tensor({1, 64, 8, 8}, 7)}));
+
+  Graph huge;
+  Value *hx = huge.add_input("x", {1, 1024, 8, 8});
+  Value *hw = huge.add_op("constant_of_shape",
+                          {huge.add_constant("dims", ints({1 << 20, 1024, 1, 1}))});
+  huge.mark_output(huge.add_op("conv2d", {hx, hw}));
+  run_pass(*pass, huge, /*changed=*/false);
+  EXPECT_EQ(count(huge, "constant_of_shape"), 1);
+}
+
 TEST(CleanupConstantFolding, FoldsSmallConstantOfShape) {
   Graph g;
   Value *x = g.add_input("x", {2, 3});

@@ -3,7 +3,12 @@
 // shape arithmetic (shape -> gather -> unsqueeze -> concat -> reshape) into constants.
 //
 // Bounded: an output larger than max(64 KiB, the node's input bytes) or than 16 MiB stays a node,
-// so folding never trades a cheap op (constant_of_shape, expand, tile...) for a big weight.
+// so folding never trades a cheap op (constant_of_shape, expand, tile...) for a big weight;
+// except where the output feeds a kernel that prepares its constant inputs at compile time
+// (weights packed for a GEMM or conv: the ONNX light models write every weight as a
+// constant_of_shape, which left their convs on unpacked weights, made again on every run). Those
+// outputs may reach 1 GiB, up to 1 GiB in all per run of the pass: as much as running the node
+// would need anyway, and checked before anything is allocated.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -19,6 +24,7 @@ namespace {
 
 constexpr size_t kSmallOutputBytes = size_t{64} << 10;
 constexpr size_t kMaxOutputBytes = size_t{16} << 20;
+constexpr size_t kMaxPreparedBytes = size_t{1} << 30;  // per output and per pass
 
 bool has_users(const Node *node) {
   return std::any_of(node->outputs().begin(), node->outputs().end(),
@@ -55,17 +61,28 @@ std::optional<std::vector<TensorType>> output_types(const Node *node,
   }
 }
 
-// Whether every output is static and small enough to keep as a constant.
-bool outputs_fit(const std::vector<TensorType> &outputs, size_t input_bytes) {
-  const size_t limit = std::min(kMaxOutputBytes, std::max(kSmallOutputBytes, input_bytes));
+// Whether a user of one of the node's outputs has a kernel that prepares its constant inputs at
+// compile time (on any backend).
+bool feeds_prepared_kernel(const Node *node) {
+  for (const Value *out : node->outputs())
+    for (const Node *user : out->users())
+      for (const Backend *backend : backends())
+        if (backend->find_prepare(user->op(), out->dtype())) return true;
+  return false;
+}
+
+// The outputs' total bytes if every output is static and small enough to keep as a constant
+// (limit above), else nullopt.
+std::optional<size_t> fitting_bytes(const std::vector<TensorType> &outputs, size_t limit) {
+  size_t total = 0;
   for (const TensorType &t : outputs) {
-    if (!t.shape.is_static()) return false;
+    if (!t.shape.is_static()) return std::nullopt;
     size_t bytes = dtype_size(t.dtype);
     for (int64_t d : t.shape)
-      if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) return false;
-    if (bytes > limit) return false;
+      if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) return std::nullopt;
+    if (bytes > limit || __builtin_add_overflow(total, bytes, &total)) return std::nullopt;
   }
-  return true;
+  return total;
 }
 
 // "cpu" when it has a kernel for the op and the dtype that selects kernels (input 0's), else
@@ -79,8 +96,9 @@ std::string folding_backend(const std::string &op, const std::vector<Tensor> &in
   return "";
 }
 
-// Runs a node whose inputs are all constants; nullopt when it must stay a node.
-std::optional<std::vector<Tensor>> evaluate(const Node *node) {
+// Runs a node whose inputs are all constants; nullopt when it must stay a node. `prepared_budget`
+// is what is left of kMaxPreparedBytes in this run of the pass.
+std::optional<std::vector<Tensor>> evaluate(const Node *node, size_t &prepared_budget) {
   std::vector<Tensor> inputs;
   size_t input_bytes = 0;
   for (const Value *in : node->inputs()) {
@@ -91,7 +109,15 @@ std::optional<std::vector<Tensor>> evaluate(const Node *node) {
   if (std::none_of(inputs.begin(), inputs.end(), [](const Tensor &t) { return t.defined(); }))
     return std::nullopt;
   const auto types = output_types(node, inputs);
-  if (!types || !outputs_fit(*types, input_bytes)) return std::nullopt;
+  if (!types) return std::nullopt;
+  std::optional<size_t> bytes =
+      fitting_bytes(*types, std::min(kMaxOutputBytes, std::max(kSmallOutputBytes, input_bytes)));
+  if (!bytes && feeds_prepared_kernel(node)) {
+    bytes = fitting_bytes(*types, prepared_budget);
+    if (!bytes) return std::nullopt;
+    prepared_budget -= *bytes;
+  }
+  if (!bytes) return std::nullopt;
   const std::string backend = folding_backend(node->op(), inputs);
   if (backend.empty()) return std::nullopt;
   try {
@@ -109,13 +135,14 @@ class ConstantFolding final : public Pass {
 
   bool run(Graph &graph, PassContext &ctx) override {
     bool changed = false;
+    size_t prepared_budget = kMaxPreparedBytes;
     // Topological order: a node's folded result is a constant by the time its users are visited.
     for (Node *node : graph.topological_order()) {
       if (is_nondeterministic(node->op()) || !has_users(node)) continue;
       const bool shape_query = node->op() == "shape" || node->op() == "size";
       std::optional<std::vector<Tensor>> results =
           shape_query ? fold_from_static_shape(node) : std::nullopt;
-      if (!results) results = evaluate(node);
+      if (!results) results = evaluate(node, prepared_budget);
       if (!results) continue;
 
       bool rewired = false;
