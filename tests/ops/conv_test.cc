@@ -197,7 +197,7 @@ TEST(Conv2dOp, CpuMatchesReference) {
   }
 }
 
-// The grouped convs in lanes with fused_conv's epilogue: an activation and a residual.
+// The grouped convs in lanes with fused_conv's epilogue: an activation, a clamp, a residual.
 TEST(Conv2dOp, GroupedFusedEpilogueMatchesReference) {
   using V = std::vector<int64_t>;
   const Tensor x = random_tensor({2, 32, 15, 14}, 40, -2, 2);
@@ -206,7 +206,12 @@ TEST(Conv2dOp, GroupedFusedEpilogueMatchesReference) {
   Attributes attrs{{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}, {"strides", V{1, 1}}};
   attrs.set("activation", std::string("silu"));
   EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b}, attrs, kRtol, kAtol));
+  attrs.set("activation", std::string("clip"));  // relu6, clamped in the kernel
+  attrs.set("activation_min", 0.0);
+  attrs.set("activation_max", 6.0);
+  EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b}, attrs, kRtol, kAtol));
   const Tensor z = random_tensor({2, 32, 15, 14}, 43);
+  attrs = Attributes{{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}, {"strides", V{1, 1}}};
   attrs.set("activation", std::string("relu"));
   EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b, z}, attrs, kRtol, kAtol));
 }

@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -338,7 +339,10 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                           p.dw == 1 && p.sh == p.sw && (p.sh == 1 || p.sh == 2);
   const int lanes = avx512_3x3 ? 16 : 8;
   const int64_t blocks = ceil_div(p.c, lanes), in_plane = p.h * p.w, out_plane = p.oh * p.ow;
-  const bool has_epilogue = residual || epilogue.has_activation();
+  // The AVX2 kernel clamps in registers (relu, relu6); anything else is one more pass.
+  float lo = 0, hi = 0;
+  const bool clamp_in_kernel = !avx512_3x3 && !residual && epilogue.as_clamp(lo, hi);
+  const bool has_epilogue = !clamp_in_kernel && (residual || epilogue.has_activation());
   pool.parallel_for(p.n * blocks, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> scratch;
     for (int64_t item = begin; item < end; ++item) {
@@ -361,7 +365,9 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                                           .channels = channels,
                                           .y = y + out,
                                           .oh = p.oh,
-                                          .ow = p.ow};
+                                          .ow = p.ow,
+                                          .lo = clamp_in_kernel ? lo : -INFINITY,
+                                          .hi = clamp_in_kernel ? hi : INFINITY};
       scratch.resize(ukernels::f32_depthwise_scratch(d, lanes) + 16);
       const auto address = reinterpret_cast<uintptr_t>(scratch.data());
       float *aligned = scratch.data() + ((64 - address % 64) % 64) / sizeof(float);

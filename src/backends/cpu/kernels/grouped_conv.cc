@@ -1,6 +1,7 @@
 #include "backends/cpu/kernels/grouped_conv.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backends/cpu/ukernels/f32_group_conv.h"
 #include "core/cpu_isa.h"
@@ -57,7 +58,10 @@ void grouped_conv_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x
       ceil_div(blocks, std::clamp<int64_t>(ceil_div(wanted, images_groups * strips), 1, blocks));
   const int64_t chunks = ceil_div(blocks, per_chunk);
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow;
-  const bool has_epilogue = residual || epilogue.has_activation();
+  // The kernel clamps as it stores (relu, relu6); anything else is one more pass.
+  float lo = 0, hi = 0;
+  const bool clamp_in_kernel = !residual && epilogue.as_clamp(lo, hi);
+  const bool has_epilogue = !clamp_in_kernel && (residual || epilogue.has_activation());
   pool.parallel_for(images_groups * strips * chunks, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> padded, scratch;
     for (int64_t item = begin; item < end; ++item) {
@@ -105,7 +109,9 @@ void grouped_conv_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x
                                         .ow = p.ow,
                                         .y = yb + i0 * p.ow,
                                         .out_plane = out_plane,
-                                        .scratch = aligned};
+                                        .scratch = aligned,
+                                        .lo = clamp_in_kernel ? lo : -INFINITY,
+                                        .hi = clamp_in_kernel ? hi : INFINITY};
         ukernels::f32_group_conv_c8__avx2(d);
         if (!has_epilogue) continue;
         for (int64_t l = 0; l < kLanes; ++l) {

@@ -22,6 +22,23 @@ inline __m256i lane_range8(int64_t begin, int64_t end) {
   return _mm256_andnot_si256(first_lanes8(begin), first_lanes8(end));
 }
 
+// dst[0, n) = the first n lanes of v, n < 8, without a masked store (microcoded on AMD) or a copy
+// through memory (a library call for a few floats cost more than the whole block's products).
+inline void store_first_lanes(float *dst, __m256 v, int64_t n) {
+  __m128 part = _mm256_castps256_ps128(v);
+  if (n >= 4) {
+    _mm_storeu_ps(dst, part);
+    part = _mm256_extractf128_ps(v, 1);
+    dst += 4, n -= 4;
+  }
+  if (n >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64 *>(dst), part);
+    part = _mm_movehl_ps(part, part);
+    dst += 2, n -= 2;
+  }
+  if (n >= 1) _mm_store_ss(dst, part);
+}
+
 // In place: rows r[0..8) become columns.
 inline void transpose8x8(__m256 (&r)[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);

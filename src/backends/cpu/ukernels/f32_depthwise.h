@@ -21,6 +21,8 @@ struct DepthwiseChannels {
   int channels;                    // 1..lanes
   float *y;                        // first channel's output plane; the others follow, oh * ow apart
   int64_t oh, ow;
+  // Each output clamped to [lo, hi] (relu, relu6; NaN stays NaN). The AVX-512 3x3 kernel does not.
+  float lo = -__builtin_inff(), hi = __builtin_inff();
 
   // The padded input columns every strip reads, and the rows a strip of `strip` output rows reads.
   int64_t padded_cols() const { return (ow - 1) * sw + (kw - 1) * dw + 1; }

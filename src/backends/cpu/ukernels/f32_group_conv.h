@@ -21,6 +21,8 @@ struct GroupConvRows {
   float *y;              // channel 0's plane at the strip's first output row
   int64_t out_plane;     // floats between two channels' planes
   float *scratch;        // (ow + 8) * 8 floats, 32-byte aligned
+  // Each output clamped to [lo, hi] (relu, relu6; NaN stays NaN).
+  float lo = -__builtin_inff(), hi = __builtin_inff();
 };
 
 void f32_group_conv_c8__avx2(const GroupConvRows &d);

@@ -1,8 +1,8 @@
 // The grouped conv rows of f32_group_conv.h for AVX2: one vector of 8 output channels per output
 // position, up to 12 positions in registers, so each weight vector loaded serves 12 multiply-adds
 // and each broadcast input value one (13 loads per 12 FMAs, where a 6x16 GEMM tile with 8 rows
-// of A ran its 2-row edge tile at half speed). A row's outputs are collected lane-minor and
-// transposed 8x8 into the channels' planes.
+// of A ran its 2-row edge tile at half speed). A row's outputs are collected lane-minor, clamped
+// and transposed 8x8 into the channels' planes.
 #include "backends/cpu/ukernels/f32_group_conv.h"
 
 // Built with this ISA's flags on x86-64 only; elsewhere the caller never runs it (CPU check).
@@ -91,6 +91,7 @@ void output_row(const GroupConvRows &d, const float *in, const int64_t *offsets,
 
 void f32_group_conv_c8__avx2(const GroupConvRows &d) {
   const __m256 bias = d.bias ? _mm256_loadu_ps(d.bias) : _mm256_setzero_ps();
+  const __m256 lo = _mm256_set1_ps(d.lo), hi = _mm256_set1_ps(d.hi);
   const auto row = d.sw == 1 ? output_row<1> : d.sw == 2 ? output_row<2> : output_row<0>;
   // Each tap's input offset from an output's window.
   const int64_t taps = d.cg * d.kh * d.kw;
@@ -108,16 +109,14 @@ void f32_group_conv_c8__avx2(const GroupConvRows &d) {
       __m256 v[8];
       for (int k = 0; k < kLanes; ++k) v[k] = _mm256_load_ps(o + (q + k) * kLanes);  // junk past ow
       transpose8x8(v);
+      for (__m256 &x : v) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));  // NaN stays NaN
       const int64_t n = std::min<int64_t>(kLanes, d.ow - q);
       for (int l = 0; l < kLanes; ++l) {
         float *dst = d.y + l * d.out_plane + i * d.ow + q;
-        if (n == kLanes) {
+        if (n == kLanes)
           _mm256_storeu_ps(dst, v[l]);
-        } else {
-          alignas(32) float tail[kLanes];
-          _mm256_store_ps(tail, v[l]);
-          std::copy(tail, tail + n, dst);
-        }
+        else
+          store_first_lanes(dst, v[l], n);
       }
     }
   }
