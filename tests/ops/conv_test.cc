@@ -185,6 +185,12 @@ TEST(Conv2dOp, CpuMatchesReference) {
        false},
       {{1, 24, 7, 7}, {48, 12, 5, 5}, {{"group", int64_t{2}}, {"pads", V{2, 2, 2, 2}}}, true},
       {{1, 16, 9, 9}, {16, 8, 1, 1}, {{"group", int64_t{2}}}, true},
+      // 1x1 on 1x1 maps (squeeze-and-excitation) as matrix-vector products: groups, two images.
+      {{2, 40, 1, 1}, {24, 20, 1, 1}, {{"group", int64_t{2}}}, true},
+      {{1, 577, 1, 1}, {144, 577, 1, 1}, {}, true},
+      // Shallow ungrouped convs (an RGB first layer, depth <= 32) take the grouped convs' kernel.
+      {{1, 3, 29, 31}, {16, 3, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
+      {{2, 2, 20, 21}, {8, 2, 3, 5}, {{"pads", V{0, 2, 1, 1}}, {"dilations", V{1, 2}}}, false},
   };
   uint64_t seed = 1;
   for (const ConvCase &c : cases) {
@@ -214,6 +220,12 @@ TEST(Conv2dOp, GroupedFusedEpilogueMatchesReference) {
   attrs = Attributes{{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}, {"strides", V{1, 1}}};
   attrs.set("activation", std::string("relu"));
   EXPECT_TRUE(cpu_matches_reference("fused_conv", {x, w, b, z}, attrs, kRtol, kAtol));
+  // A squeeze-and-excitation layer (1x1 on a 1x1 map, a matrix-vector product) with an
+  // activation and a residual, two images.
+  const Tensor sx = random_tensor({2, 50, 1, 1}, 44), sw = random_tensor({36, 50, 1, 1}, 45);
+  const Tensor sb = random_tensor({36}, 46), sz = random_tensor({2, 36, 1, 1}, 47);
+  Attributes se{{"activation", std::string("sigmoid")}};
+  EXPECT_TRUE(cpu_matches_reference("fused_conv", {sx, sw, sb, sz}, se, kRtol, kAtol));
 }
 
 TEST(Conv2dOp, ZeroInputChannelsGiveBias) {

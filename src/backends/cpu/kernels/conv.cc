@@ -118,7 +118,7 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
     }
   }
   const int64_t mg = m / group, k = w->numel() / m;
-  if (cpu::grouped_conv_in_lanes_applies(group, w->shape()[1], mg)) {
+  if (cpu::grouped_conv_in_lanes_applies(group, w->shape()[1], mg, w->shape()[2] * w->shape()[3])) {
     packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, w->shape()[1],
                                                          w->shape()[2] * w->shape()[3]);
     return packed;
@@ -144,6 +144,41 @@ std::vector<float> sample_pixels(const ConvParams &p, const float *xg) {
       }
     }
   return out;
+}
+
+// A 1x1 conv on a 1x1 map (squeeze-and-excitation's two layers) is a matrix-vector product per
+// image and group: as a GEMM it packs a 16-column panel for its one column. Rows of W in
+// parallel, each a vectorized dot product; the epilogue over each run of output channels.
+void conv2d_as_gemv(ThreadPool &pool, const ConvParams &p, const float *x, const float *w,
+                    const float *bias, const float *residual, const Epilogue<float> &epilogue,
+                    float *y) {
+  const int64_t rows = p.n * p.m;
+  pool.parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, p.cg)),
+                    [&](int64_t begin, int64_t end) {
+                      vec::run_best([&]() LUMEN_VEC_INLINE {
+                        for (int64_t r = begin; r < end; ++r) {
+                          const int64_t n = r / p.m, m = r % p.m, g = m / p.mg;
+                          const float *wm = w + m * p.cg, *xg = x + n * p.c + g * p.cg;
+                          // Eight partial sums (one vector) so the loop vectorizes without
+                          // reassociating a single sum.
+                          float part[8] = {};
+                          int64_t c = 0;
+                          for (; c + 8 <= p.cg; c += 8)
+                            for (int j = 0; j < 8; ++j) part[j] += wm[c + j] * xg[c + j];
+                          float sum = 0.0f;
+                          for (; c < p.cg; ++c) sum += wm[c] * xg[c];
+                          for (int j = 0; j < 8; ++j) sum += part[j];
+                          y[r] = sum;
+                        }
+                      });
+                      // Runs of one image's channels: bias and residual line up with y.
+                      for (int64_t r = begin; r < end;) {
+                        const int64_t m = r % p.m, count = std::min(end - r, p.m - m);
+                        epilogue.apply(y + r, count, bias ? bias + m : nullptr,
+                                       residual ? residual + r : nullptr);
+                        r += count;
+                      }
+                    });
 }
 
 // One GEMM per tap window and (image, group), with only the window's taps, into a scratch block
@@ -217,7 +252,9 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
   if (packed && !packed->windows.empty() && packed->window_h == p.h && packed->window_w == p.w)
     return conv2d_by_windows(ctx.pool, p, *packed, x, bias, residual, epilogue, y);
-  if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg)) {
+  if (out_plane == 1 && one_by_one && p.h == 1 && p.w == 1)
+    return conv2d_as_gemv(ctx.pool, p, x, w, bias, residual, epilogue, y);
+  if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg, p.kh * p.kw)) {
     const std::vector<float> computed =
         packed && !packed->group_lanes.empty()
             ? std::vector<float>()

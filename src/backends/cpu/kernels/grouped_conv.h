@@ -1,6 +1,6 @@
-// Grouped convolutions with few output channels per group (RegNet's and ResNeXt's 8 per group):
-// 8 output channels in the lanes of a vector, the input read in place, instead of a GEMM whose
-// A has only mg rows.
+// Grouped convolutions with few output channels per group (RegNet's and ResNeXt's 8 per group),
+// and very shallow ones (first layers on RGB): 8 output channels in the lanes of a vector, the
+// input read in place, instead of a GEMM whose A has only mg rows or whose depth is ~27.
 #pragma once
 
 #include <vector>
@@ -11,9 +11,9 @@
 
 namespace lumen::cpu {
 
-// Whether grouped_conv_in_lanes takes a conv with these groups on this CPU (any kernel, strides,
-// pads and dilations).
-bool grouped_conv_in_lanes_applies(int64_t group, int64_t cg, int64_t mg);
+// Whether grouped_conv_in_lanes takes a conv with these groups and kernel taps (kh * kw) on this
+// CPU (any strides, pads and dilations).
+bool grouped_conv_in_lanes_applies(int64_t group, int64_t cg, int64_t mg, int64_t taps);
 
 // The weights [M, cg, kh, kw] rearranged for it: [M / 8][cg][kh][kw][8].
 std::vector<float> grouped_conv_lane_weights(const float *w, int64_t m, int64_t cg, int64_t taps);
