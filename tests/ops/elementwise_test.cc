@@ -45,6 +45,26 @@ TEST(ElementwiseTest, HandComputedFloat) {
   EXPECT_EQ(values<float>(run("minimum", e, f)), (std::vector<float>{2, 2}));
 }
 
+// pow by a scalar 2, 3 or 4 is computed by multiplication (float32 and float64, negative bases,
+// NaN, -0); other exponents take std::pow.
+TEST(ElementwiseTest, PowBySmallIntegerMatchesReference) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor x = testing::random_tensor({3, 70}, 50, -4, 4, dtype);
+    if (dtype == DType::Float32) {
+      x.data<float>()[0] = NAN, x.data<float>()[1] = -0.0f;
+    }
+    for (double e : {2.0, 3.0, 4.0, 2.5, 1.0}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " ^ " + std::to_string(e));
+      Tensor exponent = Tensor::empty(Shape{}, dtype);
+      if (dtype == DType::Float32)
+        exponent.data<float>()[0] = float(e);
+      else
+        exponent.data<double>()[0] = e;
+      EXPECT_TRUE(testing::cpu_matches_reference("pow", {x, exponent}, {}, 1e-6, 0));
+    }
+  }
+}
+
 TEST(ElementwiseTest, HandComputedBroadcast) {
   // [2,1] + [1,3] -> [2,3]
   const Tensor a = Tensor::from_vector<float>({2, 1}, {10, 20});

@@ -57,6 +57,24 @@ void binary_typed(KernelContext &ctx) {
     for (int64_t i = 0, nb = b.numel(); i < nb; ++i)
       if (pb[i] == TB(0)) ctx.fail("integer division by zero");
   }
+  if constexpr (std::is_same_v<F, bin::Pow> && std::is_floating_point_v<TA> &&
+                std::is_arithmetic_v<TB>) {
+    // x^2, x^3, x^4 by multiplication (GELU's tanh form cubes its input; std::pow per element was
+    // 16 ns, most of GPT-2's MLP time), vectorized. Within 1 ulp of pow, as x * x * x rounds twice.
+    const double e = b.numel() == 1 ? double(pb[0]) : 0.0;
+    if (a.shape() == y.shape() && (e == 2.0 || e == 3.0 || e == 4.0)) {
+      const int power = int(e);
+      ctx.pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        vec::run_best([&]() LUMEN_VEC_INLINE {
+          for (int64_t i = begin; i < end; ++i) {
+            const TA x = pa[i], sq = x * x;
+            py[i] = power == 2 ? sq : power == 3 ? sq * x : sq * sq;
+          }
+        });
+      });
+      return;
+    }
+  }
   BroadcastLoop runs;
   if (!runs.init(a.shape(), b.shape(), y.shape()))
     ctx.fail("broadcasting ", a.shape().to_string(), " and ", b.shape().to_string(), ": at most ",
