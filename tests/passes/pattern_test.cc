@@ -257,6 +257,28 @@ TEST(RecognizeGelu, TanhApproximationWithPowOrProducts) {
   }
 }
 
+// A dynamic model's x of unknown shape (a reshape to a shape computed at run time): recognized
+// when every constant is of rank 0, so nothing can broadcast x to another shape; a [1]-shaped
+// constant could, and keeps the pattern.
+TEST(RecognizeGelu, UnknownShapeWithScalarConstants) {
+  for (bool rank0 : {true, false}) {
+    SCOPED_TRACE(rank0 ? "rank-0 constants" : "a [1]-shaped constant");
+    Graph g;
+    Value *in = g.add_input("in", {4, 40});
+    Value *dims = g.add_input("dims", {2}, DType::Int64);
+    Value *x = g.add_op("reshape", {in, dims});
+    ASSERT_FALSE(x->has_shape() && x->shape().is_static());
+    Value *cube = g.add_op("pow", {x, scalar(g, 3.0f, rank0 ? Shape{} : Shape{1})});
+    Value *inner = g.add_op("add", {g.add_op("mul", {scalar(g, 0.044715f), cube}), x});
+    Value *t = g.add_op("tanh", {g.add_op("mul", {inner, scalar(g, 0.7978845608f)})});
+    Value *a = g.add_op("add", {scalar(g, 1.0f), t});
+    g.mark_output(g.add_op("mul", {g.add_op("mul", {x, scalar(g, 0.5f)}), a}));
+    auto pass = make_recognize_gelu();
+    run_pass(*pass, g, /*changed=*/rank0);
+    EXPECT_EQ(op_counts(g).count("gelu"), rank0 ? 1u : 0u);
+  }
+}
+
 TEST(RecognizeGelu, TwoGelusInARowBothRecognized) {
   Graph g;
   Value *x = g.add_input("x", {2, 8});

@@ -5,6 +5,7 @@
 // The final product of x, 0.5 and (1 + ...) may be grouped as (x * a) * 0.5, (x * 0.5) * a or
 // (a * 0.5) * x, and every multiplication and addition in either operand order. Constants match
 // with a relative tolerance of 1e-4. Every intermediate must have no other use; x may have many.
+// Where shapes are unknown (dynamic models) the constants must be of rank 0.
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -54,9 +55,14 @@ bool match_tail(const Graph &graph, const Node *anchor, GeluMatch &m) {
   m.nodes.push_back(add);
   if (!match_half_x_product(graph, add->output(), m)) return false;
   // The rewrite must not change the result's type (e.g. a [1]-shaped constant broadcasting a
-  // scalar x).
-  return m.y->dtype() == m.x->dtype() && m.y->has_shape() && m.x->has_shape() &&
-         m.y->shape() == m.x->shape();
+  // scalar x): the shapes are equal, or unknown (a dynamic model) with every constant in the
+  // pattern of rank 0, which broadcasts to any shape unchanged.
+  if (m.y->dtype() != m.x->dtype()) return false;
+  if (m.y->has_shape() && m.x->has_shape()) return m.y->shape() == m.x->shape();
+  for (const Node *node : m.nodes)
+    for (const Value *in : node->inputs())
+      if (in && in->is_constant() && in->constant().rank() != 0) return false;
+  return true;
 }
 
 std::optional<GeluMatch> match_erf_form(const Graph &graph, Node *erf) {
