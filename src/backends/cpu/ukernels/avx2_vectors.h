@@ -55,4 +55,25 @@ inline void transpose8x8(__m256 (&r)[8]) {
   r[3] = _mm256_permute2f128_ps(u3, u7, 0x20), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// Positions [0, count) of `lanes` ([count rounded up to 8][8], 32-byte aligned, position-major;
+// what lies past count is never stored) into channel planes: channel l of position q goes to
+// y[l * plane + q] for l < channels, clamped to [lo, hi] (NaN stays NaN). 8x8 transposes; the
+// last positions are stored 4, 2 and 1 at a time.
+inline void store_lanes_to_planes(const float *lanes, int64_t count, float *y, int64_t plane,
+                                  int channels, __m256 lo, __m256 hi) {
+  for (int64_t q = 0; q < count; q += 8) {
+    __m256 v[8];
+    for (int k = 0; k < 8; ++k) v[k] = _mm256_load_ps(lanes + (q + k) * 8);
+    transpose8x8(v);
+    const int64_t n = std::min<int64_t>(8, count - q);
+    for (int l = 0; l < channels; ++l) {
+      const __m256 x = _mm256_min_ps(hi, _mm256_max_ps(lo, v[l]));  // max(lo, NaN) is NaN
+      if (n == 8)
+        _mm256_storeu_ps(y + l * plane + q, x);
+      else
+        store_first_lanes(y + l * plane + q, x, n);
+    }
+  }
+}
+
 }  // namespace lumen::ukernels

@@ -24,8 +24,7 @@ constexpr int kLanes = 8;
 // common kernels' taps are unrolled.
 template <int kOutputs, int kKw>
 inline void outputs(const float *in, int64_t step, int64_t kh, int64_t kw_runtime, int64_t row_step,
-                    int64_t col_step, const float *wv, __m256 bias, __m256 lo, __m256 hi,
-                    float *out) {
+                    int64_t col_step, const float *wv, __m256 bias, float *out) {
   const int64_t kw = kKw > 0 ? kKw : kw_runtime;
   __m256 acc[kOutputs];
   for (int u = 0; u < kOutputs; ++u) acc[u] = bias;
@@ -39,32 +38,26 @@ inline void outputs(const float *in, int64_t step, int64_t kh, int64_t kw_runtim
         acc[u] = _mm256_fmadd_ps(k, _mm256_load_ps(src + u * step), acc[u]);
     }
   }
-  // max(lo, x) and min(hi, x) return x when it is NaN.
-  for (int u = 0; u < kOutputs; ++u)
-    _mm256_store_ps(out + u * kLanes, _mm256_min_ps(hi, _mm256_max_ps(lo, acc[u])));
+  for (int u = 0; u < kOutputs; ++u) _mm256_store_ps(out + u * kLanes, acc[u]);
 }
 
 // One output row, 8, 4, 2 or 1 outputs at a time.
 template <int kKw>
 void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t kw, int64_t row_step,
-                int64_t col_step, const float *wv, __m256 bias, __m256 lo, __m256 hi, float *out) {
+                int64_t col_step, const float *wv, __m256 bias, float *out) {
   int64_t j = 0;
   for (; j + 8 <= ow; j += 8)
-    outputs<8, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, lo, hi,
-                    out + j * kLanes);
+    outputs<8, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
   if (j + 4 <= ow) {
-    outputs<4, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, lo, hi,
-                    out + j * kLanes);
+    outputs<4, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
     j += 4;
   }
   if (j + 2 <= ow) {
-    outputs<2, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, lo, hi,
-                    out + j * kLanes);
+    outputs<2, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
     j += 2;
   }
   if (j < ow)
-    outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, lo, hi,
-                    out + j * kLanes);
+    outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
 }
 
 }  // namespace
@@ -127,23 +120,8 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
                                  : output_row<0>;
     for (int64_t i = i0; i < i1; ++i)
       row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
-          lo, hi, o + (i - i0) * d.ow * kLanes);
-    // Transpose the outputs back into planes, 8 positions at a time.
-    const int64_t q0 = i0 * d.ow, count = (i1 - i0) * d.ow;
-    for (int64_t q = 0; q < count; q += kLanes) {
-      __m256 v[8];
-      for (int k = 0; k < kLanes; ++k)
-        v[k] = _mm256_load_ps(o + (q + k) * kLanes);  // past count: junk
-      transpose8x8(v);
-      const int64_t n = std::min<int64_t>(kLanes, count - q);
-      for (int l = 0; l < d.channels; ++l) {
-        float *dst = d.y + l * out_plane + q0 + q;
-        if (n == kLanes)
-          _mm256_storeu_ps(dst, v[l]);
-        else
-          store_first_lanes(dst, v[l], n);
-      }
-    }
+          o + (i - i0) * d.ow * kLanes);
+    store_lanes_to_planes(o, (i1 - i0) * d.ow, d.y + i0 * d.ow, out_plane, d.channels, lo, hi);
   }
 }
 

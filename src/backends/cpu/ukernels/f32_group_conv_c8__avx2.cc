@@ -104,21 +104,7 @@ void f32_group_conv_c8__avx2(const GroupConvRows &d) {
   float *o = d.scratch;  // [ow + 8][8]: one output row, lane-minor
   for (int64_t i = 0; i < d.oh; ++i) {
     row(d, d.x + i * d.sh * d.wp, offsets.data(), taps, bias, o);
-    // Transpose the row back into the 8 planes, 8 positions at a time.
-    for (int64_t q = 0; q < d.ow; q += kLanes) {
-      __m256 v[8];
-      for (int k = 0; k < kLanes; ++k) v[k] = _mm256_load_ps(o + (q + k) * kLanes);  // junk past ow
-      transpose8x8(v);
-      for (__m256 &x : v) x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));  // NaN stays NaN
-      const int64_t n = std::min<int64_t>(kLanes, d.ow - q);
-      for (int l = 0; l < kLanes; ++l) {
-        float *dst = d.y + l * d.out_plane + i * d.ow + q;
-        if (n == kLanes)
-          _mm256_storeu_ps(dst, v[l]);
-        else
-          store_first_lanes(dst, v[l], n);
-      }
-    }
+    store_lanes_to_planes(o, d.ow, d.y + i * d.ow, d.out_plane, kLanes, lo, hi);
   }
 }
 
