@@ -216,7 +216,7 @@ template <class T>
 LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const Padded &pd,
                                           const FlatTaps &ft, Scratch<T> &s, const T *k, T bias,
                                           const T *residual, const Epilogue<T> &epilogue,
-                                          bool has_epilogue, bool avx2, T *y) {
+                                          bool has_epilogue, bool avx2, float lo, float hi, T *y) {
   auto finish_row = [&](int64_t i) {
     if (has_epilogue)
       epilogue.apply(y + i * p.ow, p.ow, nullptr, residual ? residual + i * p.ow : nullptr);
@@ -248,11 +248,12 @@ LUMEN_VEC_INLINE inline void output_plane(const ConvParams &p, Kind kind, const 
 #if defined(__x86_64__) && defined(__GNUC__)
     if constexpr (std::is_same_v<T, float>) {
       if (avx2 && kind == Kind::S1)
-        return ukernels::f32_depthwise3x3_s1_rows__avx2(s.padded.data() + t0, l, k, bias, out, len);
+        return ukernels::f32_depthwise3x3_s1_rows__avx2(s.padded.data() + t0, l, k, bias, lo, hi,
+                                                        out, len);
       if (avx2)
         return ukernels::f32_depthwise3x3_s2_rows__avx2(q + t0, q + qplane + t0,
                                                         q + 2 * qplane + t0, q + 3 * qplane + t0, l,
-                                                        k, bias, out, len);
+                                                        k, bias, lo, hi, out, len);
     }
 #endif
     if (kind == Kind::S1)
@@ -393,7 +394,6 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
                       const T *residual, const Epilogue<T> &epilogue, T *y) {
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow, kernel_area = p.kh * p.kw;
   if (p.n * p.m == 0 || out_plane == 0) return;
-  const bool has_epilogue = residual || epilogue.has_activation();
   if (kernel_area == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h &&
       p.ow == p.w)
     return pointwise_planes(pool, p, x, w, bias, residual, epilogue, y);
@@ -414,6 +414,14 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
 #else
   const bool avx2 = false;
 #endif
+  // The AVX2 3x3 rows clamp as they store (relu, relu6), sparing an epilogue call per row.
+  float lo = -INFINITY, hi = INFINITY;
+  bool clamp_in_rows = false;
+  if constexpr (std::is_same_v<T, float>)
+    clamp_in_rows =
+        avx2 && (kind == Kind::S1 || kind == Kind::S2) && !residual && epilogue.as_clamp(lo, hi);
+  if (!clamp_in_rows) lo = -INFINITY, hi = INFINITY;
+  const bool has_epilogue = !clamp_in_rows && (residual || epilogue.has_activation());
   const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
   pool.parallel_for(
       planes, std::max<int64_t>(1, (int64_t(1) << 15) / work), [&](int64_t begin, int64_t end) {
@@ -441,7 +449,7 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
               const int64_t m = c * p.mg + g, out = n * p.m + m;
               output_plane(p, kind, pd, ft, s, w + m * kernel_area, bias ? bias[m] : T(0),
                            residual ? residual + out * out_plane : nullptr, epilogue, has_epilogue,
-                           avx2, y + out * out_plane);
+                           avx2, lo, hi, y + out * out_plane);
             }
           });
         }

@@ -45,15 +45,16 @@ inline size_t f32_depthwise_scratch(const DepthwiseChannels &d, int lanes) {
       (taps + d.padded_rows(strip) * d.padded_cols() + strip * d.ow + lanes) * lanes);
 }
 
-// Plane by plane, 3x3 (kernels/depthwise_conv.cc): out[t] = bias + sum over taps (a, b) of
-// k[3 a + b] * in[t + a * l + b] for t < len, `in` a zero-padded plane with rows l apart.
+// Plane by plane, 3x3 (kernels/depthwise_conv.cc): out[t] = clamp(bias + sum over taps (a, b) of
+// k[3 a + b] * in[t + a * l + b], lo, hi) for t < len, `in` a zero-padded plane with rows l
+// apart (NaN stays NaN).
 void f32_depthwise3x3_s1_rows__avx2(const float *in, int64_t l, const float *k, float bias,
-                                    float *out, int64_t len);
+                                    float lo, float hi, float *out, int64_t len);
 // Stride 2 over the plane's four parity planes (ee, eo, oe, oo: row and column parity, rows l
 // apart): tap (a, b) of output t reads parity plane (a % 2, b % 2) at t + (a / 2) * l + b / 2.
 void f32_depthwise3x3_s2_rows__avx2(const float *ee, const float *eo, const float *oe,
                                     const float *oo, int64_t l, const float *k, float bias,
-                                    float *out, int64_t len);
+                                    float lo, float hi, float *out, int64_t len);
 
 // evens[i] = src[2 i] for 2 i < n, odds[i] = src[2 i + 1] for 2 i + 1 < n.
 void f32_deinterleave__avx2(const float *src, int64_t n, float *evens, float *odds);
