@@ -79,6 +79,36 @@ TEST(CleanupConstantFolding, FoldsShapeChainIntoConstantReshapeTarget) {
   EXPECT_TRUE(same_outputs(before, g, {random_tensor({2, 3, 4}, 4)}));
 }
 
+// Twelve layers, each reshaping to a target computed from the previous layer's output shape (as
+// exporters write transformers): one run of the pass folds them all, each layer's reshape getting
+// its static shape before the next layer's shape op is visited again.
+TEST(CleanupConstantFolding, FoldsLayeredShapeArithmeticInOneRun) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 3, 4});
+  Value *h = x;
+  constexpr int kLayers = 12;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    Value *first = g.add_op(
+        "gather", {g.add_op("shape", {h}), g.add_constant(g.fresh_name("zero"), ints({}, {0}))},
+        {{"axis", int64_t{0}}});
+    Value *dim = g.add_op("unsqueeze", {first}, {{"axes", std::vector<int64_t>{0}}});
+    // Alternate [2, 12] and [2, 3, 4] so every reshape changes the shape.
+    Value *rest = g.add_constant(g.fresh_name("rest"), layer % 2 ? ints({3, 4}) : ints({-1}));
+    h = g.add_op("add",
+                 {g.add_op("reshape", {h, g.add_op("concat", {dim, rest}, {{"axis", int64_t{0}}})}),
+                  g.add_constant(g.fresh_name("one"), Tensor::from_vector<float>({}, {1}))});
+  }
+  g.mark_output(h);
+  Graph before = g.clone();
+  auto pass = make_constant_folding();
+  run_pass(*pass, g);
+  EXPECT_EQ(count(g, "shape"), 0);
+  EXPECT_EQ(count(g, "concat"), 0);
+  ASSERT_TRUE(h->has_shape());
+  EXPECT_EQ(h->shape(), (Shape{2, 3, 4}));  // the last layer is odd
+  EXPECT_TRUE(same_outputs(before, g, {random_tensor({2, 3, 4}, 5)}));
+}
+
 TEST(CleanupConstantFolding, FoldsShapeWithStartEndAndSize) {
   Graph g;
   Value *x = g.add_input("x", {2, 3, 4});
@@ -140,8 +170,8 @@ TEST(CleanupConstantFolding, FoldsWeightsForPreparedKernels) {
 
   Graph huge;
   Value *hx = huge.add_input("x", {1, 1024, 8, 8});
-  Value *hw = huge.add_op("constant_of_shape",
-                          {huge.add_constant("dims", ints({1 << 20, 1024, 1, 1}))});
+  Value *hw =
+      huge.add_op("constant_of_shape", {huge.add_constant("dims", ints({1 << 20, 1024, 1, 1}))});
   huge.mark_output(huge.add_op("conv2d", {hx, hw}));
   run_pass(*pass, huge, /*changed=*/false);
   EXPECT_EQ(count(huge, "constant_of_shape"), 1);

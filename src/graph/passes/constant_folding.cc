@@ -133,9 +133,24 @@ class ConstantFolding final : public Pass {
  public:
   std::string_view name() const override { return "constant_folding"; }
 
+  // Sweeps until one folds nothing. A folded reshape target makes the reshape's output shape
+  // static only when types are re-inferred after the sweep, and only then can the shape ops that
+  // read it fold: exporters compute each layer's reshape targets from the previous layer's shapes,
+  // so every layer takes one more sweep (the zoo's 2-layer GPT-2, TorchScript export: the
+  // pipeline's 8 rounds ran out with the second layer's shape arithmetic unfolded and its values
+  // without static shapes, which the fusions need).
   bool run(Graph &graph, PassContext &ctx) override {
+    constexpr int kMaxSweeps = 256;  // a bound only; each sweep folds at least one node
     bool changed = false;
     size_t prepared_budget = kMaxPreparedBytes;
+    for (int sweep = 0; sweep < kMaxSweeps && sweep_once(graph, ctx, prepared_budget); ++sweep)
+      changed = true;
+    return changed;
+  }
+
+ private:
+  bool sweep_once(Graph &graph, PassContext &ctx, size_t &prepared_budget) {
+    bool changed = false;
     // Topological order: a node's folded result is a constant by the time its users are visited.
     for (Node *node : graph.topological_order()) {
       if (is_nondeterministic(node->op()) || !has_users(node)) continue;
