@@ -420,7 +420,6 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
   if constexpr (std::is_same_v<T, float>)
     clamp_in_rows =
         avx2 && (kind == Kind::S1 || kind == Kind::S2) && !residual && epilogue.as_clamp(lo, hi);
-  if (!clamp_in_rows) lo = -INFINITY, hi = INFINITY;
   const bool has_epilogue = !clamp_in_rows && (residual || epilogue.has_activation());
   const int64_t work = std::max<int64_t>(1, out_plane * kernel_area * p.mg);
   pool.parallel_for(
