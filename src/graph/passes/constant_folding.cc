@@ -112,11 +112,8 @@ std::optional<std::vector<Tensor>> evaluate(const Node *node, size_t &prepared_b
   if (!types) return std::nullopt;
   std::optional<size_t> bytes =
       fitting_bytes(*types, std::min(kMaxOutputBytes, std::max(kSmallOutputBytes, input_bytes)));
-  if (!bytes && feeds_prepared_kernel(node)) {
-    bytes = fitting_bytes(*types, prepared_budget);
-    if (!bytes) return std::nullopt;
+  if (!bytes && feeds_prepared_kernel(node) && (bytes = fitting_bytes(*types, prepared_budget)))
     prepared_budget -= *bytes;
-  }
   if (!bytes) return std::nullopt;
   const std::string backend = folding_backend(node->op(), inputs);
   if (backend.empty()) return std::nullopt;

@@ -118,9 +118,9 @@ std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
     }
   }
   const int64_t mg = m / group, k = w->numel() / m;
-  if (cpu::grouped_conv_in_lanes_applies(group, w->shape()[1], mg, w->shape()[2] * w->shape()[3])) {
-    packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, w->shape()[1],
-                                                         w->shape()[2] * w->shape()[3]);
+  const int64_t cg = w->shape()[1], taps = w->shape()[2] * w->shape()[3];
+  if (cpu::grouped_conv_in_lanes_applies(group, cg, mg, taps)) {
+    packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, cg, taps);
     return packed;
   }
   const auto &kernel = cpu::default_f32_gemm_microkernel();
@@ -255,13 +255,13 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
   if (out_plane == 1 && one_by_one && p.h == 1 && p.w == 1)
     return conv2d_as_gemv(ctx.pool, p, x, w, bias, residual, epilogue, y);
   if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg, p.kh * p.kw)) {
+    // Weights rearranged at compile time, or now when they are not constant.
+    const bool prepared = packed && !packed->group_lanes.empty();
     const std::vector<float> computed =
-        packed && !packed->group_lanes.empty()
-            ? std::vector<float>()
-            : cpu::grouped_conv_lane_weights(w, p.m, p.cg, p.kh * p.kw);
-    return cpu::grouped_conv_in_lanes(
-        ctx.pool, p, x, computed.empty() ? packed->group_lanes.data() : computed.data(), bias,
-        residual, epilogue, y);
+        prepared ? std::vector<float>() : cpu::grouped_conv_lane_weights(w, p.m, p.cg, p.kh * p.kw);
+    return cpu::grouped_conv_in_lanes(ctx.pool, p, x,
+                                      prepared ? packed->group_lanes.data() : computed.data(), bias,
+                                      residual, epilogue, y);
   }
   if (packed && packed->groups.empty()) packed = nullptr;  // Winograd or windows: shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
