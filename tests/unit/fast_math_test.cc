@@ -3,6 +3,7 @@
 // backend (including the reference), so these bounds are what keeps them honest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -65,6 +66,33 @@ TEST(FastMath, Sigmoid) {
   EXPECT_EQ(act::f32::sigmoid(std::numeric_limits<float>::infinity()), 1.0f);
   EXPECT_EQ(act::f32::sigmoid(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_TRUE(std::isnan(act::f32::sigmoid(std::numeric_limits<float>::quiet_NaN())));
+  // Beyond the clamp of exp_for_denominator: 0 or 1, within a subnormal of the exact value.
+  check("sigmoid tails", sweep(-120.0f, -85.0f), act::f32::sigmoid, exact, 3e-7, 6.1e-39);
+  EXPECT_EQ(act::f32::sigmoid(100.0f), 1.0f);
+}
+
+TEST(FastMath, Silu) {
+  const auto exact = [](double x) { return x / (1.0 + std::exp(-x)); };
+  check("silu", sweep(-88.0f, 90.0f, {0.0f}), act::f32::silu, exact, 3e-7,
+        std::numeric_limits<double>::infinity());
+  // -0 below -88.03 (the exact value is under 88 * 6.1e-39 in magnitude).
+  check("silu far left", sweep(-1000.0f, -88.0f), act::f32::silu, exact, 1.0, 6e-37);
+  EXPECT_EQ(act::f32::silu(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::signbit(act::f32::silu(-0.0f)));
+  EXPECT_TRUE(std::isnan(act::f32::silu(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(FastMath, HardSwish) {
+  const act::HardSwish<float> hard_swish{Attributes{}};
+  for (float x = -8.0f; x <= 8.0f; x += 1.0f / 64) {
+    const double gate = std::clamp(double(x) / 6.0 + 0.5, 0.0, 1.0);
+    EXPECT_NEAR(hard_swish(x), double(x) * gate, 1e-6 * std::max(1.0f, std::fabs(x))) << x;
+  }
+  EXPECT_EQ(hard_swish(-3.5f), 0.0f);
+  EXPECT_EQ(hard_swish(4.0f), 4.0f);
+  EXPECT_TRUE(std::isnan(hard_swish(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(hard_swish(-std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(FastMath, Tanh) {
