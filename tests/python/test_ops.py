@@ -187,6 +187,9 @@ CONV_CASES = {
     "1x1": ((2, 16, 5, 5), (8, 16, 1, 1), True, dict()),
     "5x5_big": ((1, 3, 32, 32), (16, 3, 5, 5), True, dict(padding=2, stride=1)),
     "kernel_eq_input": ((1, 2, 4, 4), (3, 2, 4, 4), False, dict()),
+    # Items big enough for a GEMM over every thread, run one image per thread.
+    "batch3_big": ((3, 32, 20, 20), (48, 32, 3, 3), True, dict(padding=1)),
+    "batch2_1x1_big": ((2, 64, 24, 24), (96, 64, 1, 1), True, dict()),
 }
 
 

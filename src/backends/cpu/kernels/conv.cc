@@ -7,8 +7,8 @@
 // input as the B matrix it already is. Convs with one input channel per group (depthwise) run in
 // depthwise_conv.cc. float64 convs run on the reference backend.
 //
-// Threading: with more (image, group) items than threads and items too small to split, each
-// thread takes whole items; otherwise the items run one after another, each GEMM over the pool.
+// Threading: each thread takes whole (image, group) items when they spread evenly over the threads
+// or are too small to split; otherwise the items run one after another, each GEMM over the pool.
 //
 // Convs whose taps mostly read padding (dilated convs on small maps) run one GEMM per output window
 // with only the taps that window reads (conv_tap_windows.h).
@@ -330,8 +330,16 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
                 .epilogue = gemm_epilogue});
   };
 
+  // Whole items per thread when they spread evenly (the busiest thread at most 1/8 over an equal
+  // share), even where one item could use every thread: no GEMM split to synchronize, and each
+  // thread packs only its own image's B. Batch 2 at 2 threads, in-process A/B: MNASNet 0.95x,
+  // MobileNetV3-small 0.93-0.96x, ShuffleNetV2 0.92-0.96x, DenseNet-121 0.96-0.98x the time,
+  // ResNet-18 and EfficientNet-B0 unchanged.
+  const int64_t threads = ctx.pool.size();
+  const int64_t per_thread = (items + threads - 1) / threads;
+  const bool items_spread_evenly = items >= threads && 8 * per_thread * threads <= 9 * items;
   const int64_t threads_per_item = cpu::gemm_threads(ctx.pool, p.mg, out_plane, k);
-  if (items > 1 && threads_per_item < ctx.pool.size()) {
+  if (items > 1 && (threads_per_item < threads || items_spread_evenly)) {
     ctx.pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) run_item(item, 1);
     });
