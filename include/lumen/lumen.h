@@ -72,6 +72,9 @@ struct StepInfo {
   std::string backend;
   std::string dtype;       // the dtype that keyed the kernel choice
   std::string attributes;  // the node's attributes, "{activation=relu, group=1}"
+  // The algorithm the kernel chose for this step at compile time, and why; empty where the
+  // kernel has one algorithm (or decides per call).
+  std::string algorithm;
   // As shape inference left them at compile time (dims may be kUnknownDim; an absent optional
   // input has rank 0), so a profile can say which conv or matmul a slow step is.
   std::vector<Shape> input_shapes, output_shapes;

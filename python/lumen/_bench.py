@@ -654,7 +654,7 @@ def profile_lumen(exe, args, runs, model_name):
         count = len(durations) / runs
         nodes.append({"node": step.node, "op": step.op, "backend": step.backend, "ms": ms,
                       "percent": share(ms), "count": count, "mean_ms": ms / count,
-                      "shapes": _shapes_text(step)})
+                      "shapes": _shapes_text(step), "algorithm": step.algorithm})
         entry = ops.setdefault(step.op, {"op": step.op, "ms": 0.0, "count": 0})
         entry["ms"] += ms
         entry["count"] += count
@@ -765,7 +765,8 @@ def format_profile(profile, top=20):
              f"{'node':32s} {'op':20s} {'backend':9s} {'ms':>9s} {'%':>6s}  shapes"]
     for n in profile.nodes[:top]:
         lines.append(f"{n['node'][:32]:32s} {n['op'][:20]:20s} {n['backend']:9s} "
-                     f"{n['ms']:9.3f} {n['percent']:6.1f}  {n.get('shapes', '')}")
+                     f"{n['ms']:9.3f} {n['percent']:6.1f}  {n.get('shapes', '')}"
+                     + (f"  [{n['algorithm'].split(':')[0]}]" if n.get("algorithm") else ""))
     if len(profile.nodes) > top:
         rest = profile.nodes[top:]
         lines.append(f"{f'({len(rest)} more nodes)':63s} {sum(n['ms'] for n in rest):9.3f} "

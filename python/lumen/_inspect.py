@@ -61,7 +61,8 @@ def build_report(compiled):
     # Step names are graph node names; the graph gives a fused node's inputs.
     nodes = {n.name: n for n in compiled.graph.nodes()}
     steps = [{"node": s.node, "op": s.op, "backend": s.backend, "dtype": s.dtype,
-              "attributes": s.attributes} for s in compiled.executable.steps]
+              "attributes": s.attributes, "algorithm": s.algorithm}
+             for s in compiled.executable.steps]
     fused = []
     for step in steps:
         if not is_fused(step["op"]):
@@ -160,7 +161,7 @@ def format_summary(report):
                        "planned/bound", "values", "in place"], rows)
 
     out += ["", "Steps"]
-    rows = [[str(k), s["node"], s["op"], s["backend"], s["dtype"]]
+    rows = [[str(k), s["node"], s["op"], s["backend"], s["dtype"], s.get("algorithm", "")]
             for k, s in enumerate(report["steps"])]
-    out += _table(["#", "node", "op", "backend", "dtype"], rows, right_from=5)
+    out += _table(["#", "node", "op", "backend", "dtype", "algorithm"], rows, right_from=6)
     return "\n".join(out) + "\n"

@@ -244,6 +244,8 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("op", &StepInfo::op)
       .def_ro("backend", &StepInfo::backend)
       .def_ro("dtype", &StepInfo::dtype, "The dtype that keyed the kernel choice.")
+      .def_ro("algorithm", &StepInfo::algorithm,
+              "The algorithm the kernel chose at compile time and why ('' if it has one).")
       .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
       .def_prop_ro(
           "input_shapes", [](const StepInfo &s) { return shape_list(s.input_shapes); },

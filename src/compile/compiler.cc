@@ -208,16 +208,23 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
       step.backend = &select_backend(n->op(), dtype, runtime.options().backend, n->name());
       step.kernel = step.backend->find_kernel(n->op(), dtype);
     }
+    std::string algorithm;
     if (PrepareFn prepare = step.backend ? step.backend->find_prepare(n->op(), dtype) : nullptr) {
-      PrepareContext pctx{.attrs = step.attrs, .op = n->op(), .node = n->name()};
+      PrepareContext pctx{
+          .attrs = step.attrs, .op = n->op(), .node = n->name(), .pool = &runtime.thread_pool()};
       for (const Value *in : n->inputs()) {
         pctx.constants.push_back(in && in->is_constant() ? &in->constant() : nullptr);
         pctx.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
       }
       step.prepared = prepared->get(prepare, pctx, step.backend->name(), dtype);
+      algorithm = std::move(pctx.algorithm);
     }
-    StepInfo info{n->name(), n->op(), step.backend ? std::string(step.backend->name()) : "executor",
-                  std::string(dtype_name(dtype)), n->attrs().to_string()};
+    StepInfo info{n->name(),
+                  n->op(),
+                  step.backend ? std::string(step.backend->name()) : "executor",
+                  std::string(dtype_name(dtype)),
+                  n->attrs().to_string(),
+                  std::move(algorithm)};
     for (const Value *in : n->inputs())
       info.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
     for (const Value *out : n->outputs())

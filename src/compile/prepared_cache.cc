@@ -51,11 +51,14 @@ std::shared_ptr<const void> PreparedCache::get(PrepareFn prepare, const PrepareC
   std::vector<Entry> &bucket = entries_[key.str()];
   for (const Entry &e : bucket)
     if (same_attributes(e.attrs, ctx.attrs))
-      if (std::shared_ptr<const void> prepared = e.prepared.lock()) return prepared;
+      if (std::shared_ptr<const void> prepared = e.prepared.lock()) {
+        ctx.algorithm = e.algorithm;
+        return prepared;
+      }
   ctx.shape_specific = false;
   std::shared_ptr<const void> prepared = prepare(ctx);
   if (prepared && !ctx.shape_specific)
-    bucket.push_back({ctx.attrs, std::move(constants), prepared});
+    bucket.push_back({ctx.attrs, std::move(constants), prepared, ctx.algorithm});
   return prepared;
 }
 

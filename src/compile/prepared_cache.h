@@ -27,6 +27,7 @@ class PreparedCache {
     Attributes attrs;
     std::vector<Tensor> constants;  // kept alive, so no other tensor takes their addresses
     std::weak_ptr<const void> prepared;
+    std::string algorithm;  // PrepareContext::algorithm as the prepare function left it
   };
   std::mutex mutex_;
   std::map<std::string, std::vector<Entry>> entries_;

@@ -194,9 +194,11 @@ def test_summary_shows_fused_groups_and_unplanned_memory():
                    "attributes": "{activation=relu}", "inputs": ["x", "w", None]}],
         "memory": {"planned": False, "spaces": []},
         "steps": [{"node": "conv", "op": "fused_conv", "backend": "cpu", "dtype": "float32",
-                   "attributes": "{activation=relu}"}],
+                   "attributes": "{activation=relu}",
+                   "algorithm": "winograd (measured: winograd 10 us, gemm 20 us)"}],
     }
     text = format_summary(report)
+    assert "winograd (measured: winograd 10 us, gemm 20 us)" in text
     assert "relu 'act' into conv 'conv'" in text
     assert "fused_conv(x, w, -)" in text and "{activation=relu}" in text
     assert "not planned" in text

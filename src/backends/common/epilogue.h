@@ -85,7 +85,10 @@ class Epilogue {
  public:
   // Reads "activation" and its "activation_*" attributes; the node's inference has validated
   // them, so an unknown name here is an internal error, still reported with op and node.
-  explicit Epilogue(const KernelContext &ctx) : fn_(make(ctx)) {}
+  explicit Epilogue(const KernelContext &ctx) : fn_(make(ctx.attrs, ctx.op, ctx.node)) {}
+  // The same from a fused node's attributes (a prepare function timing its kernel).
+  Epilogue(const Attributes &attrs, std::string_view op, std::string_view node)
+      : fn_(make(attrs, op, node)) {}
   // No activation: for the unfused ops sharing a fused op's kernel.
   Epilogue() = default;
 
@@ -144,10 +147,10 @@ class Epilogue {
                           act::Sigmoid<T>, act::Silu<T>, act::Tanh<T>, act::GeluErf<T>,
                           act::GeluTanh<T>, act::HardSwish<T>, act::HardSigmoid<T>>;
 
-  static Fn make(const KernelContext &ctx) {
-    const std::string name = ctx.attrs.get_string("activation", "");
+  static Fn make(const Attributes &attrs, std::string_view op, std::string_view node) {
+    const std::string name = attrs.get_string("activation", "");
     if (name.empty()) return act::Identity<T>{};
-    const Attributes a = activation_attributes(ctx.attrs);
+    const Attributes a = activation_attributes(attrs);
     if (name == "relu") return act::Relu<T>(a);
     if (name == "leaky_relu") return act::LeakyRelu<T>(a);
     if (name == "clip") return act::Clip<T>(a);
@@ -160,7 +163,8 @@ class Epilogue {
     }
     if (name == "hard_swish") return act::HardSwish<T>(a);
     if (name == "hard_sigmoid") return act::HardSigmoid<T>(a);
-    ctx.fail("unknown activation '", name, "'; expected one of ", epilogue_activation_names());
+    fail("op '", op, "' (node '", node, "'): unknown activation '", name, "'; expected one of ",
+         epilogue_activation_names());
   }
 
   // One loop per (functor, operands present): the branches stay outside the element loop.

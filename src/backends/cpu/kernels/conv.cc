@@ -18,10 +18,14 @@
 // others, a finish hook does it to each block of output right after the GEMM finished it.
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/common/epilogue.h"
 #include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/kernel_choice.h"
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/kernels/conv_tap_windows.h"
 #include "backends/cpu/kernels/depthwise_conv.h"
@@ -34,6 +38,18 @@
 namespace lumen {
 namespace {
 
+// How a (non-depthwise) conv runs. kRule: by the thresholds in rule_algorithm; the others are
+// forced, by a compile-time measurement (prepare_conv) or to time a candidate.
+enum class ConvAlgorithm : uint8_t {
+  kRule,
+  kWinograd,
+  kWindows,
+  kGemv,
+  kGroupLanes,
+  kGemmGrid,
+  kGemm
+};
+
 // The weights of every group as packed GEMM A operands, or (3x3 convs that qualify) as
 // Winograd-transformed operands, or per tap window (convs whose taps mostly read padding) the
 // weights of that window's taps; built once per compiled step.
@@ -44,6 +60,13 @@ struct PackedConvWeights {
   std::vector<float> group_lanes;  // grouped convs with few channels per group (grouped_conv.h)
   std::vector<std::vector<cpu::PackedA>> window_groups;  // [window][group]; none for empty taps
   int64_t window_h = 0, window_w = 0;                    // the input size the windows are for
+  // Chosen at compile time (by measurement where that is on) for inputs of this batch and size.
+  ConvAlgorithm algorithm = ConvAlgorithm::kRule;
+  DepthwiseAlgorithm depthwise = DepthwiseAlgorithm::kRule;
+  int64_t chosen_n = -1, chosen_h = -1, chosen_w = -1;
+  bool chosen_for(const ConvParams &p) const {
+    return p.n == chosen_n && p.h == chosen_h && p.w == chosen_w;
+  }
 };
 
 // Packs, for every window and group, the weights of the window's taps: W[m, c, taps...] as an
@@ -82,52 +105,6 @@ ConvParams conv_params(const Shape &x, const Shape &w, const Shape &y, const Att
   p.dh = dilations.at(0), p.dw = dilations.at(1);
   p.mg = p.group > 0 ? p.m / p.group : 0;
   return p;
-}
-
-// Packs a constant weight [M, C/group, KH, KW] into one GEMM A operand per group, or into
-// Winograd operands when the input's height and width are known and the conv qualifies.
-std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
-  const Tensor *w = ctx.constant(1);
-  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
-  const int64_t group = ctx.attrs.get_int("group", 1);
-  const int64_t m = w->shape()[0];
-  if (group < 1 || m % group != 0 || w->shape()[1] == 1) return nullptr;  // depthwise: direct
-  auto packed = std::make_shared<PackedConvWeights>();
-  ctx.shape_specific = true;  // Winograd or GEMM operands, chosen for the image size
-  const Shape &xs = ctx.input_shapes.at(0);
-  if (xs.rank() == 4 && xs[2] != kUnknownDim && xs[3] != kUnknownDim) {
-    const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
-    const auto strides = ctx.attrs.get_ints("strides", {1, 1});
-    const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
-    if (pads.size() == 4 && strides.size() == 2 && dilations.size() == 2) {
-      const Shape &ws = w->shape();
-      const Shape ys{xs[0], m,
-                     (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) / strides[0] + 1,
-                     (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) / strides[1] + 1};
-      const ConvParams p = conv_params(xs, ws, ys, ctx.attrs);
-      if (cpu::winograd_applies(p) && ws[1] == xs[1]) {
-        packed->winograd = cpu::winograd_weights(w->data<float>(), m, ws[1]);
-        return packed;
-      }
-      packed->windows = cpu::tap_windows(p);
-      if (!packed->windows.empty()) {
-        packed->window_h = p.h, packed->window_w = p.w;
-        pack_windows(*packed, p, w->data<float>(), cpu::default_f32_gemm_microkernel());
-        return packed;
-      }
-    }
-  }
-  const int64_t mg = m / group, k = w->numel() / m;
-  const int64_t cg = w->shape()[1], taps = w->shape()[2] * w->shape()[3];
-  if (cpu::grouped_conv_in_lanes_applies(group, cg, mg, taps)) {
-    packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, cg, taps);
-    return packed;
-  }
-  const auto &kernel = cpu::default_f32_gemm_microkernel();
-  for (int64_t g = 0; g < group; ++g)
-    packed->groups.emplace_back(cpu::StridedA(w->data<float>() + g * mg * k, k, false), mg, k,
-                                kernel);
-  return packed;
 }
 
 // The input pixel each output of a 1x1 conv reads, per channel: [cg, oh * ow] (0 in padding).
@@ -223,46 +200,17 @@ void conv2d_by_windows(ThreadPool &pool, const ConvParams &p, const PackedConvWe
     }
 }
 
-// conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
-void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
-                          const Epilogue<float> &epilogue) {
-  const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
-  const Tensor &ty = ctx.output(0);
-  const ConvParams p = conv_params(tx.shape(), tw.shape(), ty.shape(), ctx.attrs);
-  if (p.group < 1 || p.c != p.cg * p.group || p.m % p.group != 0)
-    ctx.fail("channels do not match: input ", tx.shape().to_string(), ", weight ",
-             tw.shape().to_string(), ", group ", p.group);
-  if (ty.numel() == 0) return;
-
-  const float *x = tx.data<float>();
-  const float *w = tw.data<float>();
-  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  float *y = ty.data<float>();
-  if (p.cg == 1) return depthwise_conv2d(ctx.pool, p, x, w, bias, residual, epilogue, y);
-
+// One GEMM per (image, group) item, over a padded grid of the input or im2col panels of it (a
+// 1x1 conv's input is its B as it stands).
+void gemm_conv2d(ThreadPool &pool, const ConvParams &p, const PackedConvWeights *packed,
+                 const float *x, const float *w, const float *bias, const float *residual,
+                 const Epilogue<float> &epilogue, float *y, bool padded_grid) {
   const int64_t in_plane = checked_mul(p.h, p.w), out_plane = checked_mul(p.oh, p.ow);
   const int64_t k = checked_mul(checked_mul(p.cg, p.kh), p.kw, "conv2d GEMM depth");
   const bool one_by_one = p.kh == 1 && p.kw == 1;
   const bool pointwise =
       one_by_one && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h && p.ow == p.w;
   const cpu::F32GemmMicrokernel &kernel = cpu::default_f32_gemm_microkernel();
-  const bool padded_grid = !pointwise && cpu::PaddedImage::worthwhile(p, kernel);
-  const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
-  if (packed && packed->winograd && cpu::winograd_applies(p))
-    return cpu::winograd_conv2d(ctx.pool, p, x, *packed->winograd, bias, residual, epilogue, y);
-  if (packed && !packed->windows.empty() && packed->window_h == p.h && packed->window_w == p.w)
-    return conv2d_by_windows(ctx.pool, p, *packed, x, bias, residual, epilogue, y);
-  if (out_plane == 1 && one_by_one && p.h == 1 && p.w == 1)
-    return conv2d_as_gemv(ctx.pool, p, x, w, bias, residual, epilogue, y);
-  if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg, p.kh * p.kw)) {
-    // Weights rearranged at compile time, or now when they are not constant.
-    const bool prepared = packed && !packed->group_lanes.empty();
-    const std::vector<float> computed =
-        prepared ? std::vector<float>() : cpu::grouped_conv_lane_weights(w, p.m, p.cg, p.kh * p.kw);
-    return cpu::grouped_conv_in_lanes(ctx.pool, p, x,
-                                      prepared ? packed->group_lanes.data() : computed.data(), bias,
-                                      residual, epilogue, y);
-  }
   if (packed && packed->groups.empty()) packed = nullptr;  // Winograd or windows: shapes changed
   const bool has_epilogue = bias || residual || epilogue.has_activation();
   // Bias and residual plus none, relu or clip are applied by the micro-kernel as it stores each
@@ -291,7 +239,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     // and the micro-kernels store only its valid columns, straight into y (grid columns, see
     // ukernels/f32_gemm.h); a finish hook's blocks are in grid columns.
     if (padded_grid) {
-      const cpu::PaddedImage image(ctx.pool, p, xg);
+      const cpu::PaddedImage image(pool, p, xg);
       const int64_t wp = image.grid_width();
       const ukernels::GridColumns grid{wp, p.ow, 0};
       // Grid columns [j0, j1) land on one contiguous range of each output plane (the kept
@@ -301,7 +249,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
         const int64_t count = ukernels::kept_before(grid, j1) - out;
         for (int64_t m = m0; m < m1; ++m) finish_outputs(m, out, count);
       };
-      cpu::sgemm(ctx.pool, p.mg, image.columns(), k, a, image.b(), yg, out_plane,
+      cpu::sgemm(pool, p.mg, image.columns(), k, a, image.b(), yg, out_plane,
                  {.max_threads = max_threads,
                   .finish = has_epilogue && !store_epilogue ? &finish : nullptr,
                   .kernel = &kernel,
@@ -323,7 +271,7 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
     const cpu::GemmFinish finish = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
       for (int64_t m = m0; m < m1; ++m) finish_outputs(m, j0, j1 - j0);
     };
-    cpu::sgemm(ctx.pool, p.mg, out_plane, k, a, b, yg, out_plane,
+    cpu::sgemm(pool, p.mg, out_plane, k, a, b, yg, out_plane,
                {.max_threads = max_threads,
                 .finish = has_epilogue && !store_epilogue ? &finish : nullptr,
                 .kernel = &kernel,
@@ -335,17 +283,89 @@ void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
   // thread packs only its own image's B. Batch 2 at 2 threads, in-process A/B: MNASNet 0.95x,
   // MobileNetV3-small 0.93-0.96x, ShuffleNetV2 0.92-0.96x, DenseNet-121 0.96-0.98x the time,
   // ResNet-18 and EfficientNet-B0 unchanged.
-  const int64_t threads = ctx.pool.size();
+  const int64_t threads = pool.size();
   const int64_t per_thread = (items + threads - 1) / threads;
   const bool items_spread_evenly = items >= threads && 8 * per_thread * threads <= 9 * items;
-  const int64_t threads_per_item = cpu::gemm_threads(ctx.pool, p.mg, out_plane, k);
+  const int64_t threads_per_item = cpu::gemm_threads(pool, p.mg, out_plane, k);
   if (items > 1 && (threads_per_item < threads || items_spread_evenly)) {
-    ctx.pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
+    pool.parallel_for(items, 1, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) run_item(item, 1);
     });
   } else {
     for (int64_t item = 0; item < items; ++item) run_item(item, 0);
   }
+}
+
+// The algorithm the fixed thresholds pick: Winograd where its weights were prepared for this
+// image size, tap windows for convs mostly reading padding, a GEMV for 1x1 maps, 8 output
+// channels in lanes for grouped convs with few channels per group, else a GEMM over the padded
+// grid where it costs few extra lanes (PaddedImage::worthwhile), over im2col panels otherwise.
+ConvAlgorithm rule_algorithm(const ConvParams &p, const PackedConvWeights *packed) {
+  if (packed && packed->winograd && cpu::winograd_applies(p)) return ConvAlgorithm::kWinograd;
+  if (packed && !packed->windows.empty() && packed->window_h == p.h && packed->window_w == p.w)
+    return ConvAlgorithm::kWindows;
+  if (p.oh * p.ow == 1 && p.kh == 1 && p.kw == 1 && p.h == 1 && p.w == 1)
+    return ConvAlgorithm::kGemv;
+  if (cpu::grouped_conv_in_lanes_applies(p.group, p.cg, p.mg, p.kh * p.kw))
+    return ConvAlgorithm::kGroupLanes;
+  return cpu::PaddedImage::worthwhile(p, cpu::default_f32_gemm_microkernel())
+             ? ConvAlgorithm::kGemmGrid
+             : ConvAlgorithm::kGemm;
+}
+
+void run_conv2d(ThreadPool &pool, const ConvParams &p, const PackedConvWeights *packed,
+                const float *x, const float *w, const float *bias, const float *residual,
+                const Epilogue<float> &epilogue, float *y, ConvAlgorithm algorithm) {
+  switch (algorithm == ConvAlgorithm::kRule ? rule_algorithm(p, packed) : algorithm) {
+    case ConvAlgorithm::kWinograd:
+      return cpu::winograd_conv2d(pool, p, x, *packed->winograd, bias, residual, epilogue, y);
+    case ConvAlgorithm::kWindows:
+      return conv2d_by_windows(pool, p, *packed, x, bias, residual, epilogue, y);
+    case ConvAlgorithm::kGemv:
+      return conv2d_as_gemv(pool, p, x, w, bias, residual, epilogue, y);
+    case ConvAlgorithm::kGroupLanes: {
+      // Weights rearranged at compile time, or now when they are not constant.
+      const bool prepared = packed && !packed->group_lanes.empty();
+      const std::vector<float> computed =
+          prepared ? std::vector<float>()
+                   : cpu::grouped_conv_lane_weights(w, p.m, p.cg, p.kh * p.kw);
+      return cpu::grouped_conv_in_lanes(pool, p, x,
+                                        prepared ? packed->group_lanes.data() : computed.data(),
+                                        bias, residual, epilogue, y);
+    }
+    case ConvAlgorithm::kGemmGrid:
+    case ConvAlgorithm::kGemm:
+    case ConvAlgorithm::kRule:
+      break;
+  }
+  const bool grid =
+      algorithm == ConvAlgorithm::kGemmGrid ||
+      (algorithm == ConvAlgorithm::kRule && rule_algorithm(p, packed) == ConvAlgorithm::kGemmGrid);
+  gemm_conv2d(pool, p, packed, x, w, bias, residual, epilogue, y, grid);
+}
+
+// conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
+void conv2d_with_epilogue(KernelContext &ctx, const float *residual,
+                          const Epilogue<float> &epilogue) {
+  const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
+  const Tensor &ty = ctx.output(0);
+  const ConvParams p = conv_params(tx.shape(), tw.shape(), ty.shape(), ctx.attrs);
+  if (p.group < 1 || p.c != p.cg * p.group || p.m % p.group != 0)
+    ctx.fail("channels do not match: input ", tx.shape().to_string(), ", weight ",
+             tw.shape().to_string(), ", group ", p.group);
+  if (ty.numel() == 0) return;
+
+  const float *x = tx.data<float>();
+  const float *w = tw.data<float>();
+  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  float *y = ty.data<float>();
+  const auto *packed = static_cast<const PackedConvWeights *>(ctx.prepared);
+  const bool chosen = packed && packed->chosen_for(p);
+  if (p.cg == 1)
+    return depthwise_conv2d(ctx.pool, p, x, w, bias, residual, epilogue, y,
+                            chosen ? packed->depthwise : DepthwiseAlgorithm::kRule);
+  run_conv2d(ctx.pool, p, packed, x, w, bias, residual, epilogue, y,
+             chosen ? packed->algorithm : ConvAlgorithm::kRule);
 }
 
 void conv2d(KernelContext &ctx) {
@@ -359,6 +379,181 @@ void fused_conv(KernelContext &ctx) {
     ctx.fail("residual z ", z->shape().to_string(), " does not match the output ",
              ctx.output(0).shape().to_string());
   conv2d_with_epilogue(ctx, z ? z->data<float>() : nullptr, Epilogue<float>(ctx));
+}
+
+// The conv's parameters for the step's input shape, when its height and width are known (the
+// batch may not be) and the attributes are well formed.
+std::optional<ConvParams> known_params(const PrepareContext &ctx, const Shape &ws) {
+  const Shape &xs = ctx.input_shapes.at(0);
+  if (xs.rank() != 4 || xs[1] == kUnknownDim || xs[2] == kUnknownDim || xs[3] == kUnknownDim)
+    return std::nullopt;
+  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
+  const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
+  if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2) return std::nullopt;
+  const Shape ys{xs[0], ws[0],
+                 (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) / strides[0] + 1,
+                 (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) / strides[1] + 1};
+  if (ys[2] < 1 || ys[3] < 1) return std::nullopt;
+  return conv_params(xs, ws, ys, ctx.attrs);
+}
+
+// Scratch operands of the step's real shapes for timing its candidate algorithms: the real
+// weights and (when constant) bias, made-up input and residual values.
+struct ConvTiming {
+  std::vector<float> x, y, scratch_bias, residual_values;
+  const float *bias = nullptr, *residual = nullptr;
+  bool feasible = false;
+
+  ConvTiming(const PrepareContext &ctx, const ConvParams &p) {
+    // A budget on the scratch: timing never costs more memory than a few activations.
+    constexpr int64_t kMaxFloats = int64_t(1) << 25;
+    const int64_t in = p.n * p.c * p.h * p.w, out = p.n * p.m * p.oh * p.ow;
+    if (p.n < 1 || in > kMaxFloats || out > kMaxFloats) return;
+    x.resize(static_cast<size_t>(in));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) * 0.125f;
+    y.resize(static_cast<size_t>(out));
+    const auto given = [&](size_t i) {
+      return ctx.input_shapes.size() > i && ctx.input_shapes[i].rank() > 0;
+    };
+    if (const Tensor *b = ctx.constant(2)) {
+      bias = b->data<float>();
+    } else if (given(2)) {
+      scratch_bias.assign(static_cast<size_t>(p.m), 0.5f);
+      bias = scratch_bias.data();
+    }
+    if (given(3)) {
+      residual_values.assign(y.size(), 0.25f);
+      residual = residual_values.data();
+    }
+    feasible = true;
+  }
+};
+
+// Chooses among `names` (kernel_choice.h): run(i, timing, epilogue) runs candidate i on the
+// timing's scratch operands, where measuring is on and the step is small enough to time.
+template <class Run>
+size_t choose_for_step(const PrepareContext &ctx, const ConvParams &p, const Tensor &w,
+                       const std::vector<std::string> &names, size_t rule, const Run &run) {
+  std::optional<ConvTiming> t;
+  if (names.size() > 1 && cpu::calibration_enabled() && ctx.pool) t.emplace(ctx, p);
+  if (t && !t->feasible) t.reset();
+  const Epilogue<float> epilogue(ctx.attrs, ctx.op, ctx.node);
+  std::vector<cpu::AlgorithmCandidate> candidates;
+  for (size_t i = 0; i < names.size(); ++i) {
+    candidates.push_back({names[i], nullptr});
+    if (t) candidates.back().run = [&, i] { run(i, *t, epilogue); };
+  }
+  // "fused_conv x=[2, 96, 7, 7] w=[576, 96, 1, 1] bias {...}": what the timings depend on.
+  const std::string key = t ? std::string(ctx.op) + " x=" + Shape{p.n, p.c, p.h, p.w}.to_string() +
+                                  " w=" + w.shape().to_string() + (t->bias ? " bias" : "") +
+                                  (t->residual ? " residual" : "") + ' ' + ctx.attrs.to_string()
+                            : "";
+  return cpu::choose_algorithm(key, candidates, rule, ctx.pool ? ctx.pool->size() : 1,
+                               ctx.algorithm);
+}
+
+// Chooses among the algorithms that can run this (non-depthwise) conv and records the choice in
+// `packed`, whose operands must include every candidate's.
+void choose_conv_algorithm(const PrepareContext &ctx, const ConvParams &p, const Tensor &w,
+                           PackedConvWeights &packed) {
+  std::vector<ConvAlgorithm> options;
+  std::vector<std::string> names;
+  const auto option = [&](ConvAlgorithm algorithm, const char *name) {
+    options.push_back(algorithm), names.emplace_back(name);
+  };
+  if (packed.winograd) option(ConvAlgorithm::kWinograd, "winograd");
+  if (!packed.group_lanes.empty()) option(ConvAlgorithm::kGroupLanes, "group_lanes");
+  if (cpu::PaddedImage::grid_width_for(p) > 0) option(ConvAlgorithm::kGemmGrid, "gemm_grid");
+  option(ConvAlgorithm::kGemm, "gemm");
+  const ConvAlgorithm rule = rule_algorithm(p, &packed);
+  const size_t rule_index =
+      static_cast<size_t>(std::find(options.begin(), options.end(), rule) - options.begin());
+  const size_t chosen =
+      choose_for_step(ctx, p, w, names, std::min(rule_index, options.size() - 1),
+                      [&](size_t i, ConvTiming &t, const Epilogue<float> &epilogue) {
+                        run_conv2d(*ctx.pool, p, &packed, t.x.data(), w.data<float>(), t.bias,
+                                   t.residual, epilogue, t.y.data(), options[i]);
+                      });
+  packed.algorithm = options[chosen];
+  packed.chosen_n = p.n, packed.chosen_h = p.h, packed.chosen_w = p.w;
+}
+
+// The same for a depthwise conv: channels in lanes or plane by plane. False where only planes
+// can run it.
+bool choose_depthwise_algorithm(const PrepareContext &ctx, const ConvParams &p, const Tensor &w,
+                                PackedConvWeights &packed) {
+  if (!depthwise_lanes_available(p)) {
+    ctx.algorithm = "depthwise_planes (only algorithm)";
+    return false;
+  }
+  const DepthwiseAlgorithm options[] = {DepthwiseAlgorithm::kLanes, DepthwiseAlgorithm::kPlanes};
+  const size_t chosen = choose_for_step(
+      ctx, p, w, {"depthwise_lanes", "depthwise_planes"}, depthwise_lanes_pay_off(p) ? 0 : 1,
+      [&](size_t i, ConvTiming &t, const Epilogue<float> &epilogue) {
+        depthwise_conv2d(*ctx.pool, p, t.x.data(), w.data<float>(), t.bias, t.residual, epilogue,
+                         t.y.data(), options[i]);
+      });
+  packed.depthwise = options[chosen];
+  packed.chosen_n = p.n, packed.chosen_h = p.h, packed.chosen_w = p.w;
+  return true;
+}
+
+// Packs a constant weight [M, C/group, KH, KW] for the algorithms that can run the conv at the
+// step's image size: Winograd operands, per-window GEMM operands, weights in lanes for grouped
+// convs, one GEMM A operand per group. Where the input's shape is known in full and several
+// algorithms apply, they are timed here (kernel_choice.h) and only the fastest one's operands are
+// kept.
+std::shared_ptr<const void> prepare_conv(const PrepareContext &ctx) {
+  const Tensor *w = ctx.constant(1);
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
+  const int64_t group = ctx.attrs.get_int("group", 1);
+  const int64_t m = w->shape()[0];
+  if (group < 1 || m % group != 0) return nullptr;
+  auto packed = std::make_shared<PackedConvWeights>();
+  ctx.shape_specific = true;  // algorithms and operands chosen for the image size
+  const std::optional<ConvParams> p = known_params(ctx, w->shape());
+  const bool conv_channels_match = p && p->c == p->cg * p->group;
+  if (w->shape()[1] == 1) {  // depthwise: direct loops, no operands to prepare
+    const bool chosen = conv_channels_match && p->n != kUnknownDim &&
+                        choose_depthwise_algorithm(ctx, *p, *w, *packed);
+    return chosen ? packed : nullptr;
+  }
+  if (conv_channels_match && !cpu::winograd_applies(*p)) {
+    packed->windows = cpu::tap_windows(*p);
+    if (!packed->windows.empty()) {
+      packed->window_h = p->h, packed->window_w = p->w;
+      pack_windows(*packed, *p, w->data<float>(), cpu::default_f32_gemm_microkernel());
+      ctx.algorithm = "tap_windows (rule: most taps read padding)";
+      return packed;
+    }
+  }
+  // Winograd operands where the rule takes it, or (measuring) wherever it can run.
+  const bool measuring = conv_channels_match && p->n != kUnknownDim && cpu::calibration_enabled();
+  if (conv_channels_match &&
+      (cpu::winograd_applies(*p) || (measuring && cpu::winograd_possible(*p))))
+    packed->winograd = cpu::winograd_weights(w->data<float>(), m, p->cg);
+  const int64_t mg = m / group, k = w->numel() / m;
+  const int64_t cg = w->shape()[1], taps = w->shape()[2] * w->shape()[3];
+  if (cpu::grouped_conv_in_lanes_applies(group, cg, mg, taps))
+    packed->group_lanes = cpu::grouped_conv_lane_weights(w->data<float>(), m, cg, taps);
+  const bool gemv = conv_channels_match && rule_algorithm(*p, packed.get()) == ConvAlgorithm::kGemv;
+  if (gemv) ctx.algorithm = "gemv (rule: 1x1 map)";
+  const bool choose = conv_channels_match && p->n != kUnknownDim && !gemv;
+  if (choose || (!packed->winograd && packed->group_lanes.empty())) {
+    const auto &kernel = cpu::default_f32_gemm_microkernel();
+    for (int64_t g = 0; g < group; ++g)
+      packed->groups.emplace_back(cpu::StridedA(w->data<float>() + g * mg * k, k, false), mg, k,
+                                  kernel);
+  }
+  if (choose) {
+    choose_conv_algorithm(ctx, *p, *w, *packed);
+    // Only the chosen algorithm's operands stay (the GEMM's also serve other image sizes).
+    if (packed->algorithm != ConvAlgorithm::kWinograd) packed->winograd.reset();
+    if (packed->algorithm != ConvAlgorithm::kGroupLanes) packed->group_lanes.clear();
+    if (packed->winograd || !packed->group_lanes.empty()) packed->groups.clear();
+  }
+  return packed;
 }
 
 LUMEN_REGISTER_KERNEL("cpu", "conv2d", conv2d, DType::Float32);

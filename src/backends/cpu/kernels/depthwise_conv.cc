@@ -306,35 +306,28 @@ void pointwise_planes(ThreadPool &pool, const ConvParams &p, const T *x, const T
                     });
 }
 
-// Whether channels in lanes beats plane by plane. Planes narrower than two vectors leave most of
-// the plane-wise loops' lanes empty; wide planes fill them, and then the transposes in and out cost
-// more than they save, except where the plane-wise path is its slowest: the flat taps (kernels
-// other than 3x3), strided 5x5 and up, and 7x7 and up (ConvNeXt) at any width. In-process A/B at
-// 2 threads (Zen 2), lanes/planes time: 3x3 s1 on 7x7 0.74, 14x14 0.99, 28x28 1.18, 56x56 1.16;
-// 5x5 s1 7x7 0.72, 14x14 0.95, 28x28 1.11; 5x5 s2 to 28x28 0.79, to 56x56 0.88; 7x7 s1 on 14x14
-// 0.77, 56x56 0.93; 3x3 dilation 2 on 28x28 1.31.
-bool lanes_pay_off(const ConvParams &p) {
-  const int64_t taps = p.kh * p.kw;
-  return p.ow < 16 || (taps >= 25 && (p.sw > 1 || taps >= 49));
+// A 1x1 stride-1 unpadded conv: a per-channel affine map.
+bool pointwise_plane(const ConvParams &p) {
+  return p.kh * p.kw == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h &&
+         p.ow == p.w;
 }
 
 // Convs with one output channel per input channel (any kernel, strides, dilations) run 8 (AVX2)
-// channels at a time, one per vector lane, where lanes_pay_off; 3x3 ones 16 at a time with
-// AVX-512 (ukernels/f32_depthwise.h).
+// channels at a time, one per vector lane, where depthwise_lanes_pay_off; 3x3 ones 16 at a time
+// with AVX-512 (ukernels/f32_depthwise.h).
 
 template <class T>
-bool channels_in_lanes(ThreadPool &, const ConvParams &, const T *, const T *, const T *, const T *,
+void channels_in_lanes(ThreadPool &, const ConvParams &, const T *, const T *, const T *, const T *,
                        const Epilogue<T> &, T *) {
-  return false;  // float only
+  fail("depthwise channels in lanes: float32 only");  // depthwise_lanes_available said no
 }
 
 template <>
-bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, const float *w,
+void channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, const float *w,
                        const float *bias, const float *residual, const Epilogue<float> &epilogue,
                        float *y) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const vec::Isa isa = vec::cpu_isa();
-  if (isa < vec::Isa::Avx2 || p.mg != 1 || p.pt < 0 || p.pl < 0 || !lanes_pay_off(p)) return false;
   // AVX-512 has a 3x3 kernel of its own; everything else takes the AVX2 one.
   const bool avx512_3x3 = isa == vec::Isa::Avx512 && p.kh == 3 && p.kw == 3 && p.dh == 1 &&
                           p.dw == 1 && p.sh == p.sw && (p.sh == 1 || p.sh == 2);
@@ -380,24 +373,46 @@ bool channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
         epilogue.apply(y + out, channels * out_plane, nullptr, residual ? residual + out : nullptr);
     }
   });
-  return true;
 #else
   (void)pool, (void)p, (void)x, (void)w, (void)bias, (void)residual, (void)epilogue, (void)y;
-  return false;
 #endif
 }
 
 }  // namespace
 
+bool depthwise_lanes_available(const ConvParams &p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return vec::cpu_isa() >= vec::Isa::Avx2 && p.mg == 1 && p.pt >= 0 && p.pl >= 0 &&
+         !pointwise_plane(p);
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+// Whether channels in lanes beats plane by plane. Planes narrower than two vectors leave most of
+// the plane-wise loops' lanes empty; wide planes fill them, and then the transposes in and out cost
+// more than they save, except where the plane-wise path is its slowest: the flat taps (kernels
+// other than 3x3), strided 5x5 and up, and 7x7 and up (ConvNeXt) at any width. In-process A/B at
+// 2 threads (Zen 2), lanes/planes time: 3x3 s1 on 7x7 0.74, 14x14 0.99, 28x28 1.18, 56x56 1.16;
+// 5x5 s1 7x7 0.72, 14x14 0.95, 28x28 1.11; 5x5 s2 to 28x28 0.79, to 56x56 0.88; 7x7 s1 on 14x14
+// 0.77, 56x56 0.93; 3x3 dilation 2 on 28x28 1.31.
+bool depthwise_lanes_pay_off(const ConvParams &p) {
+  const int64_t taps = p.kh * p.kw;
+  return p.ow < 16 || (taps >= 25 && (p.sw > 1 || taps >= 49));
+}
+
 template <class T>
 void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T *w, const T *bias,
-                      const T *residual, const Epilogue<T> &epilogue, T *y) {
+                      const T *residual, const Epilogue<T> &epilogue, T *y,
+                      DepthwiseAlgorithm algorithm) {
   const int64_t in_plane = p.h * p.w, out_plane = p.oh * p.ow, kernel_area = p.kh * p.kw;
   if (p.n * p.m == 0 || out_plane == 0) return;
-  if (kernel_area == 1 && p.sh == 1 && p.sw == 1 && p.pt == 0 && p.pl == 0 && p.oh == p.h &&
-      p.ow == p.w)
-    return pointwise_planes(pool, p, x, w, bias, residual, epilogue, y);
-  if (channels_in_lanes(pool, p, x, w, bias, residual, epilogue, y)) return;
+  if (pointwise_plane(p)) return pointwise_planes(pool, p, x, w, bias, residual, epilogue, y);
+  const bool lanes = std::is_same_v<T, float> && depthwise_lanes_available(p) &&
+                     (algorithm == DepthwiseAlgorithm::kLanes ||
+                      (algorithm == DepthwiseAlgorithm::kRule && depthwise_lanes_pay_off(p)));
+  if (lanes) return channels_in_lanes(pool, p, x, w, bias, residual, epilogue, y);
   const bool is3x3 = p.kh == 3 && p.kw == 3 && p.dh == 1 && p.dw == 1 && p.sh == p.sw;
   const Kind kind = p.sh != p.sw         ? Kind::Generic
                     : is3x3 && p.sw == 1 ? Kind::S1
@@ -457,9 +472,9 @@ void depthwise_conv2d(ThreadPool &pool, const ConvParams &p, const T *x, const T
 
 template void depthwise_conv2d<float>(ThreadPool &, const ConvParams &, const float *,
                                       const float *, const float *, const float *,
-                                      const Epilogue<float> &, float *);
+                                      const Epilogue<float> &, float *, DepthwiseAlgorithm);
 template void depthwise_conv2d<double>(ThreadPool &, const ConvParams &, const double *,
                                        const double *, const double *, const double *,
-                                       const Epilogue<double> &, double *);
+                                       const Epilogue<double> &, double *, DepthwiseAlgorithm);
 
 }  // namespace lumen

@@ -40,19 +40,20 @@ LUMEN_VEC_INLINE inline void padded_row(const float *in, const RowSpan &span, fl
 
 }  // namespace
 
-bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel) {
-  if (p.kh * p.kw == 1 || p.pt < 0 || p.pl < 0) return false;
-  int64_t wp = 0;
+int64_t PaddedImage::grid_width_for(const ConvParams &p) {
+  if (p.kh * p.kw == 1 || p.pt < 0 || p.pl < 0) return 0;
   if (p.sh == 1 && p.sw == 1) {
-    const int64_t hp = p.oh + (p.kh - 1) * p.dh;
-    wp = p.ow + (p.kw - 1) * p.dw;
+    const int64_t hp = p.oh + (p.kh - 1) * p.dh, wp = p.ow + (p.kw - 1) * p.dw;
     // The padded grid must hold the whole input (no negative padding on the far side).
-    if (hp < p.h + p.pt || wp < p.w + p.pl) return false;
-  } else if (p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1) {
-    wp = p.ow + (p.kw - 1) / 2;
-  } else {
-    return false;
+    return hp < p.h + p.pt || wp < p.w + p.pl ? 0 : wp;
   }
+  if (p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1) return p.ow + (p.kw - 1) / 2;
+  return 0;
+}
+
+bool PaddedImage::worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel) {
+  const int64_t wp = grid_width_for(p);
+  if (wp == 0) return false;
   // The grid's extra columns cost the lanes the micro-kernel computes for them (a 3x3 conv on a
   // 7x7 map fills two 32-column tiles either way), mg multiply-adds per lane and depth step;
   // packing im2col panels instead costs a gather per value of B, about 32 multiply-adds' worth,

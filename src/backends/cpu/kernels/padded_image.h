@@ -27,6 +27,10 @@ class PaddedImage {
   // outer dims, see conv_nd.cc).
   PaddedImage(ThreadPool &pool, const ConvParams &p, const float *x, int64_t zero_channels = 0);
 
+  // The grid's row width (Wp) for this conv, or 0 where the padded grid does not apply: 1x1
+  // kernels, negative padding, strides other than 1 and 2 (2 undilated), or (stride 1) a grid
+  // that would not hold the whole input.
+  static int64_t grid_width_for(const ConvParams &p);
   // Whether the padded grid applies to this conv and costs `kernel` few extra lanes (see the .cc).
   static bool worthwhile(const ConvParams &p, const F32GemmMicrokernel &kernel);
   int64_t grid_width() const { return wp_; }  // Wp

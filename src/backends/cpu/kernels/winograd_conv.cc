@@ -109,9 +109,12 @@ void output_tile_row(const float *prod, int64_t k_stride, int64_t tiles, float *
 // 0.80x, Inception-v2's 64 -> 64 on 28x28 0.78x); with 32 output channels only on large maps
 // (DenseNet's 128 -> 32: 0.85-0.94x on 56x56 and 28x28, 1.05-1.3x on 14x14 and 7x7); slower with
 // 16 input channels (SqueezeNet's 16 -> 64 on 55x55: 1.2x), where the transforms dominate.
+bool winograd_possible(const ConvParams &p) {
+  return p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 && p.group == 1;
+}
+
 bool winograd_applies(const ConvParams &p) {
-  if (p.kh != 3 || p.kw != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 || p.dw != 1 || p.group != 1)
-    return false;
+  if (!winograd_possible(p)) return false;
   if (p.oh < 6 || p.ow < 6 || p.c < 32 || p.m < 32 || p.c * p.m < 4096) return false;
   return p.m >= 64 || p.oh * p.ow >= 27 * 27;
 }

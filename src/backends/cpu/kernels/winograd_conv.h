@@ -20,8 +20,10 @@ struct WinogradWeights {
   std::vector<PackedA> u;
 };
 
-// Whether this conv is a 3x3, stride 1, undilated, ungrouped conv with enough channels (32 in, 64
-// out; 32 out on maps of 27x27 and more) and outputs (6x6) for the transforms to pay off.
+// Whether Winograd can run this conv: 3x3, stride 1, undilated, ungrouped.
+bool winograd_possible(const ConvParams &p);
+// Whether it pays off by the rule: possible, with enough channels (32 in, 64 out; 32 out on maps
+// of 27x27 and more) and outputs (6x6) for the transforms to pay off.
 bool winograd_applies(const ConvParams &p);
 
 // Transforms and packs weights [M, C, 3, 3].

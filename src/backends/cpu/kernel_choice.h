@@ -1,0 +1,42 @@
+// Kernel choice by measurement. Where a CPU kernel has several algorithms for one step (a conv as
+// Winograd, GEMM over a padded grid or over im2col panels, ...), its prepare function (compile
+// time, real shapes and weights) runs each candidate on this machine and keeps the fastest. The
+// fixed thresholds in the kernels were measured on one or two machines; a machine with other
+// caches or vector units moves the crossovers, and a shape one step away from the measured ones
+// may cross them.
+//
+// Choices are cached on disk per machine (CPU model, ISA, L2 size) and thread count, keyed by op
+// and shapes, so a model is measured the first time it is compiled on a machine only:
+// $LUMEN_CACHE_DIR/kernel_choices.tsv (default $XDG_CACHE_HOME/lumen, else ~/.cache/lumen), one
+// line per choice, appended with single writes so concurrent compilers can share it. An unwritable
+// cache only costs measuring again. LUMEN_CALIBRATE=0 turns measuring off (the rules decide);
+// LUMEN_FORCE_ALGORITHM=name[,name...] takes the first of those names that is a candidate (tests
+// run every algorithm this way; also a way to try one on a model).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lumen::cpu {
+
+struct AlgorithmCandidate {
+  std::string name;
+  // One call of the kernel with this algorithm, on scratch tensors; empty where the step cannot be
+  // timed (the rule decides).
+  std::function<void()> run;
+};
+
+// The index of the candidate to use and, in `report`, which and why: "winograd (measured:
+// winograd 120 us, gemm_grid 150 us)", "(measured before: ...)", "(only algorithm)", or "(rule)"
+// when measuring is off or not possible. `rule` is
+// the candidate the kernel's thresholds pick: it is kept unless another is over 3% faster, so
+// timer noise does not flip near-ties. `key` names the step's op, shapes and attributes; the
+// thread count and machine are added here.
+size_t choose_algorithm(const std::string &key, const std::vector<AlgorithmCandidate> &candidates,
+                        size_t rule, int threads, std::string &report);
+
+// Whether choose_algorithm measures (LUMEN_CALIBRATE is not "0").
+bool calibration_enabled();
+
+}  // namespace lumen::cpu
