@@ -216,6 +216,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
         pctx.constants.push_back(in && in->is_constant() ? &in->constant() : nullptr);
         pctx.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
       }
+      for (const Value *out : n->outputs())
+        pctx.output_shapes.push_back(out->has_shape() ? out->shape() : Shape{});
       step.prepared = prepared->get(prepare, pctx, step.backend->name(), dtype);
       algorithm = std::move(pctx.algorithm);
     }

@@ -63,6 +63,7 @@ using KernelFn = void (*)(KernelContext &);
 struct PrepareContext {
   std::vector<const Tensor *> constants;  // per input: the constant, nullptr for other inputs
   std::vector<Shape> input_shapes;        // per input (dims may be unknown)
+  std::vector<Shape> output_shapes;       // per output, as inference left them
   const Attributes &attrs;
   std::string_view op;
   std::string_view node;

@@ -151,3 +151,26 @@ def test_measured_choices_persist_per_machine(tmp_path):
     assert runs[1].startswith(runs[0].split(" ")[0] + " (measured before: "), runs
     lines = (tmp_path / "cache" / "kernel_choices.tsv").read_text().splitlines()
     assert len(lines) == 1 and len(lines[0].split("\t")) == 5, lines
+
+
+@pytest.mark.parametrize("algorithm", ["conv_max_pool_fused", "conv_then_max_pool"])
+def test_first_conv_and_max_pool_fused_or_apart(algorithm, tmp_path, monkeypatch):
+    """fused_conv_max_pool times the fused kernel against the conv's own kernel then the pool."""
+    monkeypatch.setenv("LUMEN_FORCE_ALGORITHM", algorithm)
+    monkeypatch.setenv("LUMEN_CACHE_DIR", str(tmp_path))
+    # t is over 1 MiB, as the fusing pass requires.
+    model = conv_model((1, 3, 270, 262), (16, 3, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1),
+                       activation="Relu")
+    pool = helper.make_node("MaxPool", ["y"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
+                            pads=[1, 1, 1, 1])
+    model.graph.node.append(pool)
+    model.graph.output[0].name = "p"
+    path = str(tmp_path / "stem.onnx")
+    onnx.save(model, path)
+    feeds = _feeds(model)
+    compiled = lumen.load_onnx(path).compile(backend="cpu", num_threads=2)
+    (step,) = [s for s in compiled.executable.steps if s.op == "fused_conv_max_pool"]
+    assert step.algorithm.startswith(algorithm + " (forced"), step.algorithm
+    got = compiled.run(feeds)[0]
+    want = lumen.load_onnx(path).compile(backend="reference").run(feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -12,16 +12,24 @@
 //
 // The conv's activation must be none, relu or clip (a clamp in the GEMM's store); pads must be
 // smaller than the windows, so every band reads input rows (the pass checks both).
+//
+// The graph pass cannot see which algorithm the conv alone would get: an RGB first layer with
+// channels in vector lanes (grouped_conv.cc) can beat the fused GEMM (SqueezeNet's 3->64: 0.76 ms
+// vs 1.59 ms). So where the input's shape is known, the prepare function times both ways
+// (kernel_choice.h) and may keep the stages apart: the conv's own kernel into a per-thread
+// scratch t, then the max pool.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "backends/common/conv_max_pool.h"
 #include "backends/common/epilogue.h"
 #include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/kernel_choice.h"
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/ukernels/f32_pack.h"
 #include "core/cpu_isa.h"
@@ -30,21 +38,19 @@
 namespace lumen {
 namespace {
 
-// The conv's weights as the GEMM's B: W^T, [C * kh * kw, M], packed once.
+// The conv's weights as the GEMM's B: W^T, [C * kh * kw, M], packed once; and whether the stages
+// run apart for inputs of the measured shape, with the conv stage's own prepared state.
 struct PreparedConvMaxPool {
   cpu::PackedB weights;
+  std::shared_ptr<const void> conv;  // fused_conv's prepare result for the conv stage
+  bool apart = false;
+  Shape apart_for;  // the input shape `apart` was measured for
 };
 
 cpu::PackedB pack_weights(const Tensor &w) {
   const int64_t m = w.shape()[0], k = w.numel() / std::max<int64_t>(m, 1);
   return cpu::PackedB(cpu::StridedB(w.data<float>(), k, true), k, m,
                       cpu::default_f32_gemm_microkernel());
-}
-
-std::shared_ptr<const void> prepare_conv_max_pool(const PrepareContext &ctx) {
-  const Tensor *w = ctx.constant(1);
-  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
-  return std::make_shared<PreparedConvMaxPool>(PreparedConvMaxPool{pack_weights(*w)});
 }
 
 // One spatial axis of a stage: output o reads input o * stride - pad + i * dilation, i < kernel.
@@ -361,7 +367,92 @@ void fused_conv_max_pool(KernelContext &ctx) {
   });
 }
 
-LUMEN_REGISTER_KERNEL("cpu", "fused_conv_max_pool", fused_conv_max_pool, DType::Float32);
+// The stages apart: fused_conv (with its own algorithm choice) into a scratch t, then max_pool2d.
+void conv_then_max_pool(KernelContext &ctx, const PreparedConvMaxPool &prepared) {
+  const KernelRegistry &kernels = kernel_registry("cpu");
+  static const KernelFn conv = kernels.find("fused_conv", DType::Float32);
+  static const KernelFn pool = kernels.find("max_pool2d", DType::Float32);
+  const Attributes conv_attrs = conv_stage_attributes(ctx.attrs);
+  const Shape t_shape =
+      conv_stage_output_shape(ctx.input(0).shape(), ctx.input(1).shape(), conv_attrs);
+  thread_local Scratch t_scratch;
+  Tensor t = Tensor::wrap(t_scratch.get(t_shape.numel()), DType::Float32, t_shape, {}, [] {});
+  KernelContext conv_ctx{.inputs = ctx.inputs,
+                         .outputs = {&t},
+                         .attrs = conv_attrs,
+                         .pool = ctx.pool,
+                         .op = "fused_conv",
+                         .node = ctx.node,
+                         .prepared = prepared.conv.get()};
+  conv(conv_ctx);
+  KernelContext pool_ctx{.inputs = {&t},
+                         .outputs = {&ctx.output(0)},
+                         .attrs = pool_stage_attributes(ctx.attrs),
+                         .pool = ctx.pool,
+                         .op = "max_pool2d",
+                         .node = ctx.node};
+  pool(pool_ctx);
+}
+
+void conv_max_pool(KernelContext &ctx) {
+  const auto *prepared = static_cast<const PreparedConvMaxPool *>(ctx.prepared);
+  if (prepared && prepared->apart && ctx.input(0).shape() == prepared->apart_for)
+    return conv_then_max_pool(ctx, *prepared);
+  fused_conv_max_pool(ctx);
+}
+
+// Packs the weights for the fused kernel; where every input dim is known, also prepares the conv
+// stage as a conv of its own and times the two ways on this machine.
+std::shared_ptr<const void> prepare_conv_max_pool(const PrepareContext &ctx) {
+  const Tensor *w = ctx.constant(1);
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
+  auto prepared = std::make_shared<PreparedConvMaxPool>(PreparedConvMaxPool{pack_weights(*w)});
+  const Shape &xs = ctx.input_shapes.at(0);
+  const bool known = xs.rank() == 4 && std::none_of(xs.dims().begin(), xs.dims().end(),
+                                                    [](int64_t d) { return d == kUnknownDim; });
+  if (!known || ctx.output_shapes.empty() || !ctx.pool || !cpu::calibration_enabled())
+    return prepared;
+  ctx.shape_specific = true;  // the choice is for this input shape
+  const Attributes conv_attrs = conv_stage_attributes(ctx.attrs);
+  if (PrepareFn prepare_conv = kernel_registry("cpu").find_prepare("fused_conv", DType::Float32)) {
+    const PrepareContext conv_ctx{.constants = ctx.constants,
+                                  .input_shapes = ctx.input_shapes,
+                                  .attrs = conv_attrs,
+                                  .op = "fused_conv",
+                                  .node = ctx.node,
+                                  .pool = ctx.pool};
+    prepared->conv = prepare_conv(conv_ctx);
+  }
+  // Scratch operands of the real shapes (the real weights and bias).
+  Tensor x = Tensor::zeros(xs);
+  float *xd = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) xd[i] = float(int(i % 17) - 8) * 0.125f;
+  Tensor y = Tensor::empty(ctx.output_shapes[0]);
+  std::vector<const Tensor *> inputs = {&x, w};
+  if (const Tensor *b = ctx.constant(2))
+    inputs.push_back(b);
+  else if (ctx.input_shapes.size() > 2 && ctx.input_shapes[2].rank() > 0)
+    return prepared;
+  KernelContext run{.inputs = inputs,
+                    .outputs = {&y},
+                    .attrs = ctx.attrs,
+                    .pool = *ctx.pool,
+                    .op = ctx.op,
+                    .node = ctx.node,
+                    .prepared = prepared.get()};
+  const std::vector<cpu::AlgorithmCandidate> candidates = {
+      {"conv_max_pool_fused", [&] { fused_conv_max_pool(run); }},
+      {"conv_then_max_pool", [&] { conv_then_max_pool(run, *prepared); }}};
+  const std::string key = "fused_conv_max_pool x=" + xs.to_string() +
+                          " w=" + w->shape().to_string() + (inputs.size() > 2 ? " bias " : " ") +
+                          ctx.attrs.to_string();
+  prepared->apart = cpu::choose_algorithm(key, candidates, 0, ctx.pool->size(), ctx.algorithm) == 1;
+  prepared->apart_for = xs;
+  if (!prepared->apart) prepared->conv.reset();
+  return prepared;
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "fused_conv_max_pool", conv_max_pool, DType::Float32);
 LUMEN_REGISTER_PREPARE("cpu", "fused_conv_max_pool", prepare_conv_max_pool, DType::Float32);
 
 }  // namespace
