@@ -109,7 +109,8 @@ def run_one(entry, path, threads, args):
     row = {"model": entry.name, "threads": threads, "error": None}
     zoo = isinstance(entry, ZooEntry)
     try:
-        result = _bench.benchmark(path, threads=threads, compare="onnxruntime", runs=args.runs,
+        peers = "onnxruntime,openvino" if args.openvino else "onnxruntime"
+        result = _bench.benchmark(path, threads=threads, compare=peers, runs=args.runs,
                                   warmup=args.warmup, memory=False, progress=True,
                                   inputs=entry.inputs() if zoo else None,
                                   profile_runs=5 if zoo else 0)
@@ -123,6 +124,10 @@ def run_one(entry, path, threads, args):
                outputs_agree=result.outputs_agree,
                max_rel=max((c.max_rel for c in result.outputs), default=None),
                result=result.to_json())
+    if result.openvino:
+        ov_ms = result.openvino.latency.median_ms
+        row.update(ov_ms=ov_ms, ov_ratio=lumen_ms / ov_ms,
+                   ov_outputs_agree=result.openvino_outputs_agree)
     if result.profile and result.profile.ops:
         top = result.profile.ops[0]
         row["slowest_op"] = f"{top['op']} {top['percent']:.0f}%"
@@ -152,9 +157,14 @@ def format_row(row, peak):
     percent = 100 * row["lumen_gflops"] / peak if row["lumen_gflops"] and peak else None
     agree = "ok" if row["outputs_agree"] else "DISAGREE"
     slowest = f"  slowest: {row['slowest_op']}" if row.get("slowest_op") else ""
+    openvino = ""
+    if "ov_ms" in row:
+        openvino = (f"  openvino {row['ov_ms']:.3f} ms, ratio {row['ov_ratio']:.2f}"
+                    f"{'' if row['ov_outputs_agree'] else ' DISAGREE'}")
     return (f"{row['model']:{NAME_WIDTH}s} {_num(row['gflop'], '7.2f')} {row['lumen_ms']:9.3f} "
             f"{row['ort_ms']:9.3f} {row['ratio']:6.2f} {_num(row['lumen_gflops'], '8.1f')} "
-            f"{_num(percent, '6.1f')}  {agree} (max rel {_num(row['max_rel'], '.1e')}){slowest}")
+            f"{_num(percent, '6.1f')}  {agree} (max rel {_num(row['max_rel'], '.1e')}){slowest}"
+            f"{openvino}")
 
 
 def geomean(values):
@@ -171,6 +181,13 @@ def summarize(rows, threads, peak):
                all(r["outputs_agree"] for r in ok)}
     lines = [f"geometric mean of ratios (lumen / onnxruntime, {len(ok)} models): "
              f"{_num(summary['geomean_ratio'], '.3f')}"]
+    with_ov = [r for r in ok if "ov_ratio" in r]
+    if with_ov:
+        summary["geomean_ratio_openvino"] = geomean([r["ov_ratio"] for r in with_ov])
+        summary["worst_openvino"] = max((r["ov_ratio"], r["model"]) for r in with_ov)
+        summary["all_agree_openvino"] = all(r["ov_outputs_agree"] for r in with_ov)
+        lines.append(f"geometric mean of ratios (lumen / openvino, {len(with_ov)} models): "
+                     f"{_num(summary['geomean_ratio_openvino'], '.3f')}")
     for r in ok:
         if "lumen_us_per_node" in r:
             summary["chain_us_per_node"] = (r["lumen_us_per_node"], r["ort_us_per_node"])
@@ -225,6 +242,9 @@ def main(argv=None):
     p.add_argument("--zoo", nargs="?", const=ZOO_DIR, metavar="DIR",
                    help="benchmark the model zoo's models (default folder: bench/.zoo, made by "
                         "bench/zoo.py export) instead of the suite")
+    p.add_argument("--openvino", action="store_true",
+                   help="run OpenVINO's CPU plugin too (same threads, latency hint, float32): a "
+                        "ratio and geometric mean against it beside onnxruntime's")
     p.add_argument("--cache", default=models.CACHE_DIR,
                    help="where generated models are cached (default: bench/.models)")
     args = p.parse_args(argv)

@@ -122,6 +122,11 @@ class BenchResult:
     ratios: dict = field(default_factory=dict)  # figure -> lumen / onnxruntime
     outputs: list = field(default_factory=list)  # OutputChecks (with --compare)
     outputs_agree: bool = None
+    # The same against OpenVINO (compare="openvino" or "onnxruntime,openvino").
+    openvino: EngineResult = None
+    openvino_ratios: dict = field(default_factory=dict)  # figure -> lumen / openvino
+    openvino_outputs: list = field(default_factory=list)
+    openvino_outputs_agree: bool = None
     tolerance: dict = field(default_factory=lambda: {"rtol": RTOL, "atol": ATOL})
     arena: dict = None  # Lumen's planned intermediates (MiB): planned, naive, lower_bound
     profile: Profile = None
@@ -382,6 +387,65 @@ class _OrtEngine:
         return list(results)
 
 
+class _OpenVinoEngine:
+    """OpenVINO's CPU plugin: the same thread count, the latency hint, float32 inference (it may
+    pick bf16 or f16 on CPUs that have them otherwise), the model reshaped to the fed shapes."""
+    name = "openvino"
+
+    def __init__(self, path, threads):
+        try:
+            import openvino as ov
+        except ImportError:
+            raise ValueError("--compare openvino needs the openvino package "
+                             "(pip install openvino)") from None
+        self.version = ov.__version__
+        self.core = ov.Core()
+        self.threads = threads
+        try:
+            self.model = self.core.read_model(path)
+        except Exception as e:  # OpenVINO raises its own exception types
+            raise ValueError(f"openvino cannot load the model: {e}") from None
+        self.compile_s = 0.0
+        self.output_names = [o.get_any_name() for o in self.model.outputs]
+        self.request = None
+        self.inputs = None
+
+    def bind(self, feeds):
+        names = [i.get_any_name() for i in self.model.inputs]
+        start = time.perf_counter()
+        try:
+            self.model.reshape({n: list(feeds[n].shape) for n in names if n in feeds})
+            compiled = self.core.compile_model(self.model, "CPU", {
+                "INFERENCE_NUM_THREADS": str(self.threads), "PERFORMANCE_HINT": "LATENCY",
+                "INFERENCE_PRECISION_HINT": "f32"})
+        except Exception as e:
+            raise ValueError(f"openvino cannot compile the model: {e}") from None
+        self.compile_s = time.perf_counter() - start
+        self.request = compiled.create_infer_request()
+        self.inputs = {n: feeds[n] for n in names if n in feeds}
+
+    def run(self):
+        self.request.infer(self.inputs)
+        return [self.request.get_output_tensor(i).data for i in range(len(self.output_names))]
+
+    def outputs(self, results):
+        return [np.array(r) for r in results]
+
+
+PEERS = {"onnxruntime": _OrtEngine, "openvino": _OpenVinoEngine}
+
+
+def _peers(compare):
+    """["onnxruntime", "openvino"] from "onnxruntime,openvino" (or a list); [] for None."""
+    names = compare.split(",") if isinstance(compare, str) else list(compare or [])
+    names = [n.strip() for n in names if n.strip()]
+    unknown = [n for n in names if n not in PEERS]
+    if unknown or len(set(names)) != len(names):
+        raise ValueError(f"cannot compare with {compare!r}; the peers are "
+                         f"{', '.join(PEERS)} (comma-separated)")
+    return names
+
+
 def _first_run(engine):
     start = time.perf_counter()
     results = engine.run()
@@ -437,8 +501,7 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
     array) replaces the generated inputs. Raises ValueError for unusable arguments or models,
     lumen.Error when Lumen cannot compile or run the model."""
     threads = threads or default_threads()
-    if compare not in (None, "onnxruntime"):
-        raise ValueError(f"cannot compare with {compare!r}; only onnxruntime is supported")
+    peers = _peers(compare)
     lumen_engine = _LumenEngine(path, threads, backend, opt_level)
     proto = _load_proto(path)
     input_infos = lumen_engine.model.inputs  # symbolic dims by name, for ``dims``
@@ -473,26 +536,30 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
             result.gflop = None
 
     engines = [lumen_engine]
-    if compare:
-        ort_engine = _OrtEngine(path, threads)
-        ort_engine.bind(feeds)
-        first_s, ort_outputs = _first_run(ort_engine)
-        result.onnxruntime = EngineResult("onnxruntime", ort_engine.version,
-                                          ort_engine.compile_s * 1e3, first_s * 1e3)
-        pairs = _pair_outputs(lumen_engine.output_names, ort_engine.output_names)
-        result.outputs = compare_outputs(ort_engine.output_names, [lumen_outputs[i] for i in pairs],
-                                         ort_outputs, rtol, atol)
-        for check, i in zip(result.outputs, pairs):
+    for peer in peers:
+        engine = PEERS[peer](path, threads)
+        engine.bind(feeds)
+        first_s, peer_outputs = _first_run(engine)
+        engine_result = EngineResult(peer, engine.version, engine.compile_s * 1e3, first_s * 1e3)
+        pairs = _pair_outputs(lumen_engine.output_names, engine.output_names, peer)
+        checks = compare_outputs(engine.output_names, [lumen_outputs[i] for i in pairs],
+                                 peer_outputs, rtol, atol)
+        for check, i in zip(checks, pairs):
             if lumen_engine.output_names[i] != check.name:
                 check.lumen_name = lumen_engine.output_names[i]
         result.tolerance = {"rtol": rtol, "atol": atol}
-        result.outputs_agree = all(c.ok for c in result.outputs)
-        engines.append(ort_engine)
+        if peer == "onnxruntime":
+            result.onnxruntime, result.outputs = engine_result, checks
+            result.outputs_agree = all(c.ok for c in checks)
+        else:
+            result.openvino, result.openvino_outputs = engine_result, checks
+            result.openvino_outputs_agree = all(c.ok for c in checks)
+        engines.append(engine)
 
     # Warm-up, alternating like the timed runs; its times size runs=None and the progress bar.
     warm = np.array([[_timed(e) for e in engines] for _ in range(warmup)])
     per_round = float(np.median(warm, axis=0).sum()) if warmup else sum(
-        e.first_run_ms / 1e3 for e in (result.lumen, result.onnxruntime) if e)
+        e.first_run_ms / 1e3 for e in (result.lumen, result.onnxruntime, result.openvino) if e)
     runs = runs or _auto_runs(per_round)
     result.runs = runs
     bar = _ProgressBar(runs, result.model, progress and runs * per_round > 1.0)
@@ -505,30 +572,32 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
     finally:
         bar.close()
     result.lumen.latency = Latency.from_seconds(times[0])
-    if compare:
-        result.onnxruntime.latency = Latency.from_seconds(times[1])
+    peer_results = [getattr(result, peer) for peer in peers]
+    for engine_result, samples in zip(peer_results, times[1:]):
+        engine_result.latency = Latency.from_seconds(samples)
 
     if memory:
         result.lumen.peak_memory_mib = measure_peak_memory(
             "lumen", path, feeds, threads, backend=backend, opt_level=opt_level)
-        if compare:
-            result.onnxruntime.peak_memory_mib = measure_peak_memory("onnxruntime", path, feeds,
-                                                                     threads)
-    if compare:
+        for peer, engine_result in zip(peers, peer_results):
+            engine_result.peak_memory_mib = measure_peak_memory(peer, path, feeds, threads)
+    if result.onnxruntime:
         result.ratios = _ratios(result.lumen, result.onnxruntime)
+    if result.openvino:
+        result.openvino_ratios = _ratios(result.lumen, result.openvino)
     if profile_runs:
         result.profile = profile_lumen(lumen_engine.exe, lumen_engine.args, profile_runs,
                                        result.model)
     return result
 
 
-def _pair_outputs(lumen_names, ort_names):
-    """For each onnxruntime output, the index of Lumen's: by name, else by position."""
-    if sorted(lumen_names) == sorted(ort_names):
-        return [lumen_names.index(n) for n in ort_names]
-    if len(lumen_names) == len(ort_names):
-        return list(range(len(ort_names)))
-    raise ValueError(f"lumen has outputs {lumen_names}, onnxruntime {ort_names}")
+def _pair_outputs(lumen_names, peer_names, peer="onnxruntime"):
+    """For each of the peer's outputs, the index of Lumen's: by name, else by position."""
+    if sorted(lumen_names) == sorted(peer_names):
+        return [lumen_names.index(n) for n in peer_names]
+    if len(lumen_names) == len(peer_names):
+        return list(range(len(peer_names)))
+    raise ValueError(f"lumen has outputs {lumen_names}, {peer} {peer_names}")
 
 
 def _ratios(lumen, ort):
@@ -592,7 +661,7 @@ def _memory_probe(spec_json):
     if spec["engine"] == "lumen":
         engine = _LumenEngine(spec["path"], spec["threads"], spec["backend"], spec["opt_level"])
     else:
-        engine = _OrtEngine(spec["path"], spec["threads"])
+        engine = PEERS[spec["engine"]](spec["path"], spec["threads"])
     engine.bind(feeds)
     for _ in range(spec["runs"]):
         engine.run()
@@ -709,16 +778,28 @@ def _fmt(value):
     return f"{value:.2f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2g}"
 
 
+def _peer_columns(r):
+    """(name, EngineResult, ratios, (output checks, agree)) for each peer the result has."""
+    out = []
+    if r.onnxruntime:
+        out.append(("onnxruntime", r.onnxruntime, r.ratios, (r.outputs, r.outputs_agree)))
+    if r.openvino:
+        out.append(("openvino", r.openvino, r.openvino_ratios,
+                    (r.openvino_outputs, r.openvino_outputs_agree)))
+    return out
+
+
 def format_result(r):
     """The human-readable report of a BenchResult."""
     shapes = ", ".join(f"{i['name']} {i['dtype']}{i['shape']}" for i in r.inputs)
     gflop = ("GFLOP unknown" if r.gflop is None
              else f"{r.gflop:.3g} GFLOP (Conv/ConvTranspose/MatMul/Gemm only)")
+    peers = _peer_columns(r)
+    names = [p for p, _, _, _ in peers]
     lines = [f"{r.model}: {shapes}; {gflop}",
              f"threads {r.threads}, backend {r.backend}, opt_level {r.opt_level}; "
              f"{r.warmup} warm-up + {r.runs} timed runs"
-             + (", alternating lumen / onnxruntime" if r.onnxruntime else ""), ""]
-    ort = r.onnxruntime
+             + (", alternating " + " / ".join(["lumen"] + names) if names else ""), ""]
     rows = [("compile (ms)", "compile_ms"), ("first run (ms)", "first_run_ms"),
             ("min (ms)", "min_ms"), ("median (ms)", "median_ms"), ("p90 (ms)", "p90_ms"),
             ("p99 (ms)", "p99_ms"), ("throughput (inf/s)", "throughput"),
@@ -729,16 +810,16 @@ def format_result(r):
             return getattr(engine, key)
         return getattr(engine.latency, key)
 
-    header = f"{'':20s}{'lumen':>12s}" + (f"{'onnxruntime':>14s}{'ratio':>9s}" if ort else "")
+    header = f"{'':20s}{'lumen':>12s}" + "".join(f"{p:>14s}{'ratio':>9s}" for p, _, _, _ in peers)
     lines.append(header)
     for label, key in rows:
         line = f"{label:20s}{_fmt(value(r.lumen, key)):>12s}"
-        if ort:
-            line += f"{_fmt(value(ort, key)):>14s}{_fmt(r.ratios.get(key)):>9s}"
+        for _, engine, ratios, _ in peers:
+            line += f"{_fmt(value(engine, key)):>14s}{_fmt(ratios.get(key)):>9s}"
         lines.append(line)
-    if ort:
-        lines.append("ratio = lumen / onnxruntime: below 1 is better for times and memory, above 1 "
-                     "for throughput")
+    if peers:
+        lines.append(f"ratio = lumen / {' or '.join(p for p, _, _, _ in peers)}: below 1 is better "
+                     "for times and memory, above 1 for throughput")
     if r.gflop:
         lines.append(f"lumen: {r.gflop / (r.lumen.latency.median_ms / 1e3):.1f} GFLOP/s at the "
                      "median")
@@ -746,12 +827,12 @@ def format_result(r):
         a = r.arena
         lines.append(f"lumen arena (intermediates): planned {a['planned_mib']:.2f} MiB, naive "
                      f"{a['naive_mib']:.2f}, lower bound {a['lower_bound_mib']:.2f}")
-    if ort:
+    for peer, _, _, (checks, agree) in peers:
         tol = r.tolerance
-        verdict = "agree" if r.outputs_agree else "DISAGREE"
-        lines.append(f"outputs {verdict} (|lumen - ort| <= {tol['atol']:g} x scale + "
-                     f"{tol['rtol']:g} x |ort|, scale = max |ort|):")
-        for c in r.outputs:
+        verdict = "agree" if agree else "DISAGREE"
+        lines.append(f"outputs {verdict} with {peer} (|lumen - {peer}| <= {tol['atol']:g} x scale + "
+                     f"{tol['rtol']:g} x |{peer}|, scale = max |{peer}|):")
+        for c in checks:
             lines.append(f"  {c.name:24s} {c.dtype}{c.shape}  max abs {c.max_abs:.3g}, max rel "
                          f"{c.max_rel:.3g}  {'ok' if c.ok else 'FAIL: ' + c.problem}"
                          + (f"  (lumen names it {c.lumen_name})" if c.lumen_name else ""))

@@ -1,7 +1,7 @@
 """The ``lumen`` command line:
 
 * ``lumen inspect MODEL [--opt-level N] [--json] [--dump-passes DIR]``
-* ``lumen bench MODEL [--runs N] [--threads N] [--compare onnxruntime] [--profile] [--json FILE]``
+* ``lumen bench MODEL [--runs N] [--threads N] [--compare onnxruntime[,openvino]] [--profile] [--json FILE]``
 
 Subcommands are argparse subparsers, each with a ``run(args)`` function returning the exit status.
 Errors a user can cause (missing file, invalid model) print one line to stderr and exit 1, without
@@ -104,9 +104,12 @@ def run_bench(args):
         text.write(f"Chrome trace: {args.trace} (open in ui.perfetto.dev or chrome://tracing)\n")
     if args.json:
         _write_json(args.json, result.to_json())
-    if result.outputs_agree is False:
-        failed = ", ".join(c.name for c in result.outputs if not c.ok)
-        raise CommandError(f"outputs disagree with {args.compare}: {failed}")
+    for peer, checks, agree in (("onnxruntime", result.outputs, result.outputs_agree),
+                                ("openvino", result.openvino_outputs,
+                                 result.openvino_outputs_agree)):
+        if agree is False:
+            failed = ", ".join(c.name for c in checks if not c.ok)
+            raise CommandError(f"outputs disagree with {peer}: {failed}")
     return 0
 
 
@@ -154,7 +157,8 @@ Inputs are random with a fixed seed (float: standard normal; integer ids that in
 an embedding: below its row count; other integers: ones); symbolic dims are 1 unless
 set with --dim. With --compare the timed runs alternate lumen / onnxruntime (same
 inputs, intra-op threads = --threads, inter-op 1, all graph optimizations) and every
-output must satisfy |lumen - ort| <= atol * max|ort| + rtol * |ort|.
+output must satisfy |lumen - ort| <= atol * max|ort| + rtol * |ort|. --compare openvino
+(or onnxruntime,openvino) adds OpenVINO's CPU plugin: same threads, latency hint, float32.
 
 Exit status: 0, or 1 on an error or when the outputs disagree.""")
     bench.add_argument("model", metavar="MODEL", help="path to an .onnx file")
@@ -168,9 +172,9 @@ Exit status: 0, or 1 on an error or when the outputs disagree.""")
                        help="force every node onto one lumen backend (cpu, reference)")
     bench.add_argument("--opt-level", type=int, default=2, choices=(0, 1, 2),
                        help="lumen optimization level (default: 2)")
-    bench.add_argument("--compare", choices=("onnxruntime",),
-                       help="also run the model with this engine, alternating runs, and check "
-                            "that the outputs agree")
+    bench.add_argument("--compare", metavar="ENGINE[,ENGINE]",
+                       help="also run the model with onnxruntime and/or openvino (comma-separated), "
+                            "alternating runs, and check that the outputs agree")
     bench.add_argument("--rtol", type=float, default=RTOL,
                        help="relative tolerance of the output check (default: %(default)g)")
     bench.add_argument("--atol", type=float, default=ATOL,

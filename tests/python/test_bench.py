@@ -65,6 +65,26 @@ def test_bench_compare_json(tiny_mlp, tmp_path, capsys):
     assert check["ok"] and check["shape"] == [4, 16] and check["max_rel"] < 1e-4
 
 
+def test_bench_compares_with_onnxruntime_and_openvino(tiny_mlp, tmp_path, capsys):
+    pytest.importorskip("openvino")
+    report = tmp_path / "bench.json"
+    status, out, _ = bench([tiny_mlp, "--compare", "onnxruntime,openvino", "--runs", "3",
+                            "--threads", "1", "--no-memory", "--json", str(report)], capsys)
+    assert status == 0
+    assert "alternating lumen / onnxruntime / openvino" in out
+    assert "outputs agree with onnxruntime" in out and "outputs agree with openvino" in out
+    data = json.loads(report.read_text())
+    assert data["openvino"]["latency"]["runs"] == 3 and data["openvino_outputs_agree"] is True
+    assert data["openvino_ratios"]["median_ms"] == pytest.approx(
+        data["lumen"]["latency"]["median_ms"] / data["openvino"]["latency"]["median_ms"])
+    [check] = data["openvino_outputs"]
+    assert check["ok"] and check["shape"] == [4, 16]
+    # OpenVINO alone, and an unknown peer.
+    assert bench([tiny_mlp, "--compare", "openvino", "--runs", "1", "--no-memory"], capsys)[0] == 0
+    status, _, err = bench([tiny_mlp, "--compare", "tensorrt", "--runs", "1"], capsys)
+    assert status == 1 and "onnxruntime, openvino" in err
+
+
 def test_bench_json_to_stdout_without_compare(tiny_mlp, capsys):
     status, out, err = bench([tiny_mlp, "--runs", "2", "--no-memory", "--json", "-"], capsys)
     assert status == 0
