@@ -127,6 +127,9 @@ class BenchResult:
     openvino_ratios: dict = field(default_factory=dict)  # figure -> lumen / openvino
     openvino_outputs: list = field(default_factory=list)
     openvino_outputs_agree: bool = None
+    # Lumen alternates with one peer at a time; its latency in the OpenVINO session (`lumen` holds
+    # the first session's, against onnxruntime when that is compared too).
+    openvino_session_lumen: Latency = None
     tolerance: dict = field(default_factory=lambda: {"rtol": RTOL, "atol": ATOL})
     arena: dict = None  # Lumen's planned intermediates (MiB): planned, naive, lower_bound
     profile: Profile = None
@@ -556,13 +559,46 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
             result.openvino_outputs_agree = all(c.ok for c in checks)
         engines.append(engine)
 
-    # Warm-up, alternating like the timed runs; its times size runs=None and the progress bar.
+    # Lumen alternates with one peer at a time: a peer whose threads keep spinning after its run
+    # (OpenVINO's do) slows only the Lumen runs of its own session, not the other peer's.
+    peer_results = [getattr(result, peer) for peer in peers]
+    lumen_latencies = []
+    for session in ([[lumen_engine, e] for e in engines[1:]] or [[lumen_engine]]):
+        first_runs_s = (result.lumen.first_run_ms + sum(
+            r.first_run_ms for r in peer_results[len(lumen_latencies):][:len(session) - 1])) / 1e3
+        lumen_samples, peer_samples = _alternate(session, runs, warmup, result.model, progress,
+                                                 first_runs_s)
+        result.runs = len(lumen_samples)
+        lumen_latencies.append(Latency.from_seconds(lumen_samples))
+        if peer_samples:
+            peer_results[len(lumen_latencies) - 1].latency = Latency.from_seconds(peer_samples)
+    result.lumen.latency = lumen_latencies[0]
+
+    if memory:
+        result.lumen.peak_memory_mib = measure_peak_memory(
+            "lumen", path, feeds, threads, backend=backend, opt_level=opt_level)
+        for peer, engine_result in zip(peers, peer_results):
+            engine_result.peak_memory_mib = measure_peak_memory(peer, path, feeds, threads)
+    for peer, engine_result, latency in zip(peers, peer_results, lumen_latencies):
+        ratios = _ratios(dataclasses.replace(result.lumen, latency=latency), engine_result)
+        if peer == "onnxruntime":
+            result.ratios = ratios
+        else:
+            result.openvino_ratios, result.openvino_session_lumen = ratios, latency
+    if profile_runs:
+        result.profile = profile_lumen(lumen_engine.exe, lumen_engine.args, profile_runs,
+                                       result.model)
+    return result
+
+
+def _alternate(engines, runs, warmup, label, progress, first_runs_s):
+    """Warm-up then timed runs of `engines` in turn; the times (seconds) of the first and of the
+    second (empty without one). runs=None: about five seconds' worth, judged from the warm-up
+    (without one, from the first runs, `first_runs_s` a round)."""
     warm = np.array([[_timed(e) for e in engines] for _ in range(warmup)])
-    per_round = float(np.median(warm, axis=0).sum()) if warmup else sum(
-        e.first_run_ms / 1e3 for e in (result.lumen, result.onnxruntime, result.openvino) if e)
+    per_round = float(np.median(warm, axis=0).sum()) if warmup else first_runs_s
     runs = runs or _auto_runs(per_round)
-    result.runs = runs
-    bar = _ProgressBar(runs, result.model, progress and runs * per_round > 1.0)
+    bar = _ProgressBar(runs, label, progress and runs * per_round > 1.0)
     times = [[] for _ in engines]
     try:
         for _ in range(runs):
@@ -571,24 +607,7 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
             bar.advance()
     finally:
         bar.close()
-    result.lumen.latency = Latency.from_seconds(times[0])
-    peer_results = [getattr(result, peer) for peer in peers]
-    for engine_result, samples in zip(peer_results, times[1:]):
-        engine_result.latency = Latency.from_seconds(samples)
-
-    if memory:
-        result.lumen.peak_memory_mib = measure_peak_memory(
-            "lumen", path, feeds, threads, backend=backend, opt_level=opt_level)
-        for peer, engine_result in zip(peers, peer_results):
-            engine_result.peak_memory_mib = measure_peak_memory(peer, path, feeds, threads)
-    if result.onnxruntime:
-        result.ratios = _ratios(result.lumen, result.onnxruntime)
-    if result.openvino:
-        result.openvino_ratios = _ratios(result.lumen, result.openvino)
-    if profile_runs:
-        result.profile = profile_lumen(lumen_engine.exe, lumen_engine.args, profile_runs,
-                                       result.model)
-    return result
+    return times[0], times[1] if len(times) > 1 else []
 
 
 def _pair_outputs(lumen_names, peer_names, peer="onnxruntime"):
@@ -799,7 +818,8 @@ def format_result(r):
     lines = [f"{r.model}: {shapes}; {gflop}",
              f"threads {r.threads}, backend {r.backend}, opt_level {r.opt_level}; "
              f"{r.warmup} warm-up + {r.runs} timed runs"
-             + (", alternating " + " / ".join(["lumen"] + names) if names else ""), ""]
+             + (", alternating " + ", then ".join(f"lumen / {n}" for n in names) if names
+                else ""), ""]
     rows = [("compile (ms)", "compile_ms"), ("first run (ms)", "first_run_ms"),
             ("min (ms)", "min_ms"), ("median (ms)", "median_ms"), ("p90 (ms)", "p90_ms"),
             ("p99 (ms)", "p99_ms"), ("throughput (inf/s)", "throughput"),
@@ -818,8 +838,11 @@ def format_result(r):
             line += f"{_fmt(value(engine, key)):>14s}{_fmt(ratios.get(key)):>9s}"
         lines.append(line)
     if peers:
-        lines.append(f"ratio = lumen / {' or '.join(p for p, _, _, _ in peers)}: below 1 is better "
-                     "for times and memory, above 1 for throughput")
+        lines.append(f"ratio = lumen / {' or '.join(names)}: below 1 is better for times and "
+                     "memory, above 1 for throughput")
+    if r.openvino and r.onnxruntime and r.openvino_session_lumen:
+        lines.append(f"(lumen alternated with each peer in turn; its median in the openvino "
+                     f"session: {r.openvino_session_lumen.median_ms:.3f} ms)")
     if r.gflop:
         lines.append(f"lumen: {r.gflop / (r.lumen.latency.median_ms / 1e3):.1f} GFLOP/s at the "
                      "median")
