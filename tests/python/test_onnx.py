@@ -39,6 +39,15 @@ def test_all_light_models_found():
     assert len(LIGHT) == 9
 
 
+@pytest.mark.parametrize("case", LIGHT, ids=[c.name for c in LIGHT])
+def test_light_model_never_runs_on_the_reference_backend(case, monkeypatch):
+    """Automatic placement puts every step on a production backend: the reference backend is a
+    test oracle."""
+    monkeypatch.setenv("LUMEN_CALIBRATE", "0")  # placement only; no need to time kernels
+    steps = lumen.load_onnx(case.model).compile(num_threads=1).executable.steps
+    assert [(s.op, s.node) for s in steps if s.backend == "reference"] == []
+
+
 # --- a small model end to end ------------------------------------------------------------------
 
 def conv_relu_model():
