@@ -9,9 +9,10 @@
 // and shapes, so a model is measured the first time it is compiled on a machine only:
 // $LUMEN_CACHE_DIR/kernel_choices.tsv (default $XDG_CACHE_HOME/lumen, else ~/.cache/lumen), one
 // line per choice, appended with single writes so concurrent compilers can share it; a process
-// reads it once, at its first choice. An unwritable cache only costs measuring again. LUMEN_CALIBRATE=0 turns measuring off (the rules decide);
-// LUMEN_FORCE_ALGORITHM=name[,name...] takes the first of those names that is a candidate (tests
-// run every algorithm this way; also a way to try one on a model).
+// reads it once, at its first choice. An unwritable cache only costs measuring again.
+// LUMEN_CALIBRATE=0 turns measuring off (the rules decide); LUMEN_FORCE_ALGORITHM=name[,name...]
+// takes the first of those names that is a candidate (tests run every algorithm this way; also a
+// way to try one on a model).
 #pragma once
 
 #include <functional>
@@ -30,8 +31,8 @@ struct AlgorithmCandidate {
 // The index of the candidate to use and, in `report`, which and why: "winograd (measured:
 // winograd 120 us, gemm_grid 150 us)", "(measured before: ...)", "(only algorithm)", or "(rule)"
 // when measuring is off or not possible. `rule` is the candidate the kernel's thresholds pick: it
-// is kept unless another is over 3% faster, so timer noise does not flip near-ties. `key` names the step's op, shapes and attributes; the
-// thread count and machine are added here.
+// is kept unless another is over 3% faster, so timer noise does not flip near-ties. `key` names the
+// step's op, shapes and attributes; the thread count and machine are added here.
 size_t choose_algorithm(const std::string &key, const std::vector<AlgorithmCandidate> &candidates,
                         size_t rule, int threads, std::string &report);
 
