@@ -97,7 +97,8 @@ class OutputCheck:
 
 @dataclass
 class Profile:
-    """Lumen's per-step times over ``runs`` profiled runs; times are means per run."""
+    """Lumen's per-step times over ``runs`` profiled runs: each node's time in a run (all its
+    calls), the median over the runs; ``mean_ms`` is that per call."""
     runs: int
     total_ms: float  # median of the profiled runs' totals
     nodes: list  # dicts: node, op, backend, ms, percent, count, mean_ms; slowest first
@@ -726,20 +727,23 @@ def profile_lumen(exe, args, runs, model_name):
     profiles = [exe.execute_profiled(*args)[1] for _ in range(runs)]
     steps = profiles[0].plan_steps  # a dynamic model: the plan for these shapes (real shapes)
     totals = np.array([p.total_us for p in profiles], dtype=np.float64)
-    per_node = {}
-    for p in profiles:
+    # Per node, its time in each run (a step in a loop runs several times). Medians over the runs,
+    # not means: on a shared machine one slow run tripled some nodes' means.
+    per_node, calls = {}, {}
+    for r, p in enumerate(profiles):
         for timing in p.steps:
-            per_node.setdefault(timing.step, []).append(timing.duration_us)
-    run_ms = float(totals.mean()) / 1e3
+            per_node.setdefault(timing.step, np.zeros(runs))[r] += timing.duration_us
+            calls[timing.step] = calls.get(timing.step, 0) + 1
+    run_ms = float(np.median(totals)) / 1e3
 
     def share(ms):
         return 100.0 * ms / run_ms if run_ms else 0.0
 
     nodes, ops = [], {}
-    for index, durations in per_node.items():
+    for index, per_run_us in per_node.items():
         step = steps[index]
-        ms = sum(durations) / runs / 1e3  # per run
-        count = len(durations) / runs
+        ms = float(np.median(per_run_us)) / 1e3  # per run
+        count = calls[index] / runs
         nodes.append({"node": step.node, "op": step.op, "backend": step.backend, "ms": ms,
                       "percent": share(ms), "count": count, "mean_ms": ms / count,
                       "shapes": _shapes_text(step), "algorithm": step.algorithm})
@@ -865,7 +869,7 @@ def format_result(r):
 def format_profile(profile, top=20):
     """Per-node (slowest ``top``) and per-op-type tables of a Profile."""
     lines = [f"profile: {profile.runs} profiled runs, median total {profile.total_ms:.3f} ms; "
-             "times are means per run", "",
+             "times per run are medians over them", "",
              f"{'node':32s} {'op':20s} {'backend':9s} {'ms':>9s} {'%':>6s}  shapes"]
     for n in profile.nodes[:top]:
         lines.append(f"{n['node'][:32]:32s} {n['op'][:20]:20s} {n['backend']:9s} "
