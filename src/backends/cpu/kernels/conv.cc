@@ -316,7 +316,8 @@ ConvAlgorithm rule_algorithm(const ConvParams &p, const PackedConvWeights *packe
 void run_conv2d(ThreadPool &pool, const ConvParams &p, const PackedConvWeights *packed,
                 const float *x, const float *w, const float *bias, const float *residual,
                 const Epilogue<float> &epilogue, float *y, ConvAlgorithm algorithm) {
-  switch (algorithm == ConvAlgorithm::kRule ? rule_algorithm(p, packed) : algorithm) {
+  if (algorithm == ConvAlgorithm::kRule) algorithm = rule_algorithm(p, packed);
+  switch (algorithm) {
     case ConvAlgorithm::kWinograd:
       return cpu::winograd_conv2d(pool, p, x, *packed->winograd, bias, residual, epilogue, y);
     case ConvAlgorithm::kWindows:
@@ -338,10 +339,8 @@ void run_conv2d(ThreadPool &pool, const ConvParams &p, const PackedConvWeights *
     case ConvAlgorithm::kRule:
       break;
   }
-  const bool grid =
-      algorithm == ConvAlgorithm::kGemmGrid ||
-      (algorithm == ConvAlgorithm::kRule && rule_algorithm(p, packed) == ConvAlgorithm::kGemmGrid);
-  gemm_conv2d(pool, p, packed, x, w, bias, residual, epilogue, y, grid);
+  gemm_conv2d(pool, p, packed, x, w, bias, residual, epilogue, y,
+              algorithm == ConvAlgorithm::kGemmGrid);
 }
 
 // conv2d when `residual` is nullptr and `epilogue` has no activation; fused_conv otherwise.
