@@ -636,5 +636,36 @@ TEST(FusionPipeline, TransformerMlpIsTwoFusedMatmuls) {
   EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({2, 5, 16}, 3)}, kTol, kTol));
 }
 
+// nchwc_layout: a pointwise -> depthwise -> pointwise chain (with a residual) runs blocked, with
+// one layout change in and one out; a lone conv, channels off the block and dense 3x3 convs stay.
+TEST(NchwcLayoutPass, BlocksAChainOfPointwiseAndDepthwiseConvs) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 16, 9, 7});
+  Value *e =
+      g.add_op("fused_conv", {x, constant(g, "we", {32, 16, 1, 1}, 1), constant(g, "be", {32}, 2)},
+               {{"activation", std::string("relu")}});
+  Value *d =
+      g.add_op("conv2d", {e, constant(g, "wd", {32, 1, 3, 3}, 3), constant(g, "bd", {32}, 4)},
+               {{"group", int64_t{32}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}});
+  Value *z = g.add_op("conv2d", {x, constant(g, "wz", {16, 16, 3, 3}, 5)},
+                      {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}});  // dense: stays
+  Value *p = g.add_op("fused_conv", {d, constant(g, "wp", {16, 32, 1, 1}, 6), nullptr, z}, {});
+  g.mark_output(p);
+  const std::vector<Tensor> inputs = {random_tensor({2, 16, 9, 7}, 7)};
+  Graph after = optimized_copy(g, make_nchwc_layout(), inputs);
+  auto counts = op_counts(after);
+  EXPECT_EQ(counts["nchwc_conv"], 3);
+  EXPECT_EQ(counts["conv2d"], 1);    // the dense 3x3
+  EXPECT_EQ(counts["to_nchwc"], 2);  // x, and the residual from the dense conv
+  PassContext dce;
+  make_dead_code_elimination()->run(after, dce);
+  EXPECT_EQ(op_counts(after)["from_nchwc"], 1);  // the graph output
+
+  Graph lone;
+  Value *lx = lone.add_input("x", {1, 16, 5, 5});
+  lone.mark_output(lone.add_op("conv2d", {lx, constant(lone, "w", {24, 16, 1, 1}, 8)}, {}));
+  run_pass(*make_nchwc_layout(), lone, /*changed=*/false);
+}
+
 }  // namespace
 }  // namespace lumen

@@ -38,6 +38,7 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_fuse_bias_activation());
   passes.push_back(make_fuse_conv_max_pool());
   passes.push_back(make_fuse_elementwise_chain());
+  passes.push_back(make_nchwc_layout());
   passes.push_back(make_dead_code_elimination());
   return passes;
 }

@@ -4,6 +4,7 @@
 // per multiply-add. The clamp (relu, relu6) is applied in registers. No masked stores (microcoded
 // on AMD): a plane's last positions are stored 4, 2 and 1 at a time.
 #include "backends/cpu/ukernels/f32_depthwise.h"
+#include "backends/cpu/ukernels/f32_nchwc.h"
 
 // Built with this ISA's flags on x86-64 only; elsewhere the caller never runs it (CPU check).
 #if defined(__AVX2__)
@@ -122,6 +123,52 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
       row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
           o + (i - i0) * d.ow * kLanes);
     store_lanes_to_planes(o, (i1 - i0) * d.ow, d.y + i0 * d.ow, out_plane, d.channels, lo, hi);
+  }
+}
+
+// The same taps for a block of the NCHW8c layout: its input rows are already [w][8], so the strip
+// is filled by copies instead of transposes, and the outputs land in place.
+void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
+                               float *scratch) {
+  const int64_t cols = d.padded_cols();
+  const int64_t strip = f32_depthwise_strip(d, kLanes);
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 bias = d.bias ? _mm256_loadu_ps(d.bias) : zero;
+  const __m256 lo = _mm256_set1_ps(d.lo), hi = _mm256_set1_ps(d.hi);
+  const int64_t step = d.sw * kLanes, row_step = d.dh * cols * kLanes, col_step = d.dw * kLanes;
+  const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
+  const auto row = d.kw == 3   ? output_row<3>
+                   : d.kw == 5 ? output_row<5>
+                   : d.kw == 7 ? output_row<7>
+                               : output_row<0>;
+  float *t = scratch;  // [rows][cols][8]: padded input rows of the strip
+  for (int64_t i0 = 0; i0 < d.oh; i0 += strip) {
+    const int64_t i1 = std::min(d.oh, i0 + strip);
+    const int64_t r0 = i0 * d.sh, rows = d.padded_rows(i1 - i0);
+    for (int64_t r = 0; r < rows; ++r) {
+      float *trow = t + r * cols * kLanes;
+      const int64_t ir = r0 + r - d.pt;
+      if (ir < 0 || ir >= d.h) {
+        for (int64_t c = 0; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+        continue;
+      }
+      for (int64_t c = 0; c < c0; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+      for (int64_t c = c1; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+      const float *xrow = d.x + (ir * d.w + c0 - d.pl) * kLanes;
+      for (int64_t c = c0; c < c1; ++c)
+        _mm256_store_ps(trow + c * kLanes, _mm256_loadu_ps(xrow + (c - c0) * kLanes));
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      float *out = d.y + i * d.ow * kLanes;
+      row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
+          out);
+      const float *res = residual ? residual + i * d.ow * kLanes : nullptr;
+      for (int64_t j = 0; j < d.ow * kLanes; j += kLanes) {
+        __m256 v = _mm256_load_ps(out + j);
+        if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
+        _mm256_store_ps(out + j, _mm256_min_ps(hi, _mm256_max_ps(lo, v)));
+      }
+    }
   }
 }
 

@@ -1,0 +1,356 @@
+// CPU kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc), float32, block 8.
+//
+// nchwc_conv, pointwise: the weights are packed once into groups of up to four output blocks,
+// [C][F][8] per group; a work item is (image, group, run of output pixels), which the micro-kernel
+// walks in tiles of 12 / F pixels, summing 16 input blocks per pass (the group's weights for those,
+// 16 KiB at most, stay in L1) into the output tile. Depthwise: one work item per (image, channel
+// block), the taps of every output one vector multiply-add each (f32_nchwc.h). Activations that
+// are clamps (relu, clip) are applied in registers, the others over each work item's output right
+// after it, while it is in cache. Without AVX2 the same loops run as plain C++.
+//
+// to_nchwc / from_nchwc: 8x8 transposes, one work item per (image, channel block).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "backends/common/epilogue.h"
+#include "backends/cpu/ukernels/f32_nchwc.h"
+#include "core/cpu_isa.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+constexpr int64_t kBlock = ukernels::kNchwcBlock;
+constexpr int64_t kInBlocksPerPass = 16;
+// Output pixels per pointwise work item: enough to amortize the call, few enough that the item's
+// input slice stays in L2 and the threads balance.
+constexpr int64_t kPixelsPerItem = 256;
+
+// The AVX2 micro-kernels exist on x86-64 only (ukernels/*__avx2.cc); elsewhere these stand in.
+#if defined(__x86_64__) && defined(__GNUC__)
+bool avx2() {
+  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx2;
+  return yes;
+}
+using ukernels::f32_from_nchw8c__avx2;
+using ukernels::f32_nchwc_depthwise__avx2;
+using ukernels::f32_nchwc_pointwise__avx2;
+using ukernels::f32_to_nchw8c__avx2;
+#else
+bool avx2() {
+  return false;
+}
+void f32_nchwc_pointwise__avx2(const ukernels::NchwcPointwise &, int64_t) {}
+void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
+                               float *) {}
+void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
+void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
+#endif
+
+// 64-byte aligned floats (vector loads of packed weights and scratch).
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(size_t count = 0) { resize(count); }
+  void resize(size_t count) {
+    if (count + 16 <= storage_.size()) return;
+    storage_.assign(count + 16, 0.0f);
+    const auto address = reinterpret_cast<uintptr_t>(storage_.data());
+    data_ = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
+  }
+  float *data() { return data_; }
+  const float *data() const { return data_; }
+
+ private:
+  std::vector<float> storage_;
+  float *data_ = nullptr;
+};
+
+struct Geometry {
+  int64_t n, cb, h, w;  // input [n, cb, h, w, 8]
+  int64_t mb, oh, ow;   // output [n, mb, oh, ow, 8]
+  int64_t kh, kw, sh, sw, pt, pl, dh, dw;
+  bool depthwise;
+};
+
+Geometry geometry_of(const KernelContext &ctx) {
+  const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
+  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock)
+    ctx.fail("the CPU kernel takes block ", kBlock, " only; got input ", x.to_string(), ", output ",
+             y.to_string());
+  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
+  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
+  const int64_t group = ctx.attrs.get_int("group", 1);
+  Geometry g{};
+  g.n = x[0], g.cb = x[1], g.h = x[2], g.w = x[3];
+  g.mb = y[1], g.oh = y[2], g.ow = y[3];
+  g.kh = w[2], g.kw = w[3], g.sh = strides.at(0), g.sw = strides.at(1);
+  g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
+  g.depthwise = group > 1;
+  const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  const bool ok = g.depthwise
+                      ? group == g.cb * kBlock && g.mb == g.cb && w[1] == 1
+                      : group == 1 && w[1] == g.cb * kBlock && g.kh == 1 && g.kw == 1 && unpadded;
+  if (!ok)
+    ctx.fail("the CPU kernel runs pointwise (1x1, unpadded) and depthwise convs only; got weight ",
+             w.to_string(), ", group ", group);
+  return g;
+}
+
+// Pointwise: first output block of each group of up to four (then mb). A rest of 5 goes as 3 + 2
+// rather than 4 + 1 (a one-block tile uses each input broadcast once).
+std::vector<int64_t> filter_groups(int64_t mb) {
+  std::vector<int64_t> first;
+  for (int64_t at = 0; at < mb;) {
+    first.push_back(at);
+    const int64_t rest = mb - at;
+    at += rest == 5 ? 3 : std::min<int64_t>(rest, ukernels::kNchwcMaxFilters);
+  }
+  first.push_back(mb);
+  return first;
+}
+
+struct PackedWeights {
+  AlignedFloats data;
+  std::vector<int64_t> groups;  // pointwise: filter_groups(mb)
+};
+
+// Pointwise w [M, C, 1, 1] -> per group [C][F][8] (group g at groups[g] * 8 * C); depthwise
+// w [C, 1, kh, kw] -> [C / 8][kh * kw][8].
+std::shared_ptr<PackedWeights> pack(const Tensor &w, bool depthwise) {
+  auto packed = std::make_shared<PackedWeights>();
+  const float *src = w.data<float>();
+  const int64_t m = w.shape()[0];
+  packed->data.resize(static_cast<size_t>(w.numel()));
+  float *dst = packed->data.data();
+  if (depthwise) {
+    const int64_t taps = w.shape()[2] * w.shape()[3];
+    for (int64_t c = 0; c < m; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        dst[((c / kBlock) * taps + t) * kBlock + c % kBlock] = src[c * taps + t];
+    return packed;
+  }
+  const int64_t c = w.shape()[1];
+  packed->groups = filter_groups(m / kBlock);
+  for (size_t g = 0; g + 1 < packed->groups.size(); ++g) {
+    const int64_t first = packed->groups[g], filters = packed->groups[g + 1] - first;
+    float *group = dst + first * kBlock * c;
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t f = 0; f < filters; ++f)
+        for (int64_t l = 0; l < kBlock; ++l)
+          group[(k * filters + f) * kBlock + l] = src[((first + f) * kBlock + l) * c + k];
+  }
+  return packed;
+}
+
+std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
+  const Tensor *w = ctx.constant(1);
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
+  const bool depthwise = ctx.attrs.get_int("group", 1) > 1;
+  if (w->shape()[0] % kBlock != 0) return nullptr;
+  ctx.algorithm = depthwise ? "nchwc_depthwise" : "nchwc_pointwise";
+  return pack(*w, depthwise);
+}
+
+// Plain C++ versions of the micro-kernels (f32_nchwc.h), for CPUs without AVX2.
+void pointwise_portable(const ukernels::NchwcPointwise &p, int64_t pixels) {
+  for (int64_t q = 0; q < pixels; ++q)
+    for (int f = 0; f < p.filters; ++f) {
+      float acc[kBlock];
+      float *y = p.y + f * p.y_block_stride + q * kBlock;
+      for (int l = 0; l < kBlock; ++l)
+        acc[l] = p.accumulate ? y[l] : p.bias ? p.bias[f * kBlock + l] : 0.0f;
+      for (int64_t k = 0; k < p.in_blocks * kBlock; ++k) {
+        const float xv = p.x[(k / kBlock) * p.x_block_stride + q * p.x_pixel_stride + k % kBlock];
+        const float *wk = p.w + (k * p.filters + f) * kBlock;
+        for (int l = 0; l < kBlock; ++l) acc[l] += xv * wk[l];
+      }
+      for (int l = 0; l < kBlock; ++l) {
+        float v = acc[l];
+        if (p.last) {
+          if (p.residual) v += p.residual[f * p.y_block_stride + q * kBlock + l];
+          v = v < p.lo ? p.lo : v;
+          v = v > p.hi ? p.hi : v;
+        }
+        y[l] = v;
+      }
+    }
+}
+
+void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
+                        const float *residual) {
+  for (int64_t i = 0; i < d.oh; ++i)
+    for (int64_t j = 0; j < d.ow; ++j) {
+      float acc[kBlock];
+      for (int l = 0; l < kBlock; ++l) acc[l] = d.bias ? d.bias[l] : 0.0f;
+      for (int64_t a = 0; a < d.kh; ++a) {
+        const int64_t r = i * d.sh - d.pt + a * d.dh;
+        if (r < 0 || r >= d.h) continue;
+        for (int64_t b = 0; b < d.kw; ++b) {
+          const int64_t c = j * d.sw - d.pl + b * d.dw;
+          if (c < 0 || c >= d.w) continue;
+          const float *x = d.x + (r * d.w + c) * kBlock, *k = wv + (a * d.kw + b) * kBlock;
+          for (int l = 0; l < kBlock; ++l) acc[l] += x[l] * k[l];
+        }
+      }
+      float *y = d.y + (i * d.ow + j) * kBlock;
+      for (int l = 0; l < kBlock; ++l) {
+        float v = acc[l] + (residual ? residual[(i * d.ow + j) * kBlock + l] : 0.0f);
+        v = v < d.lo ? d.lo : v;
+        y[l] = v > d.hi ? d.hi : v;
+      }
+    }
+}
+
+void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
+                   const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
+  const float *x = ctx.input(0).data<float>();
+  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  float *y = ctx.output(0).data<float>();
+  const int64_t in_plane = g.h * g.w * kBlock, out_pixels = g.oh * g.ow;
+  const int64_t out_plane = out_pixels * kBlock, c = g.cb * kBlock;
+  const bool flat = g.sh == 1 && g.sw == 1;  // output pixel q reads input pixel q
+  // Items: runs of output pixels (flat) or of whole output rows.
+  const int64_t rows_per_item = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
+  const int64_t runs = flat ? (out_pixels + kPixelsPerItem - 1) / kPixelsPerItem
+                            : (g.oh + rows_per_item - 1) / rows_per_item;
+  const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
+  const auto kernel = avx2() ? f32_nchwc_pointwise__avx2 : pointwise_portable;
+  ctx.pool.parallel_for(g.n * groups * runs, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / (groups * runs), gi = item / runs % groups, run = item % runs;
+      const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
+      const int64_t q0 = flat ? run * kPixelsPerItem : run * rows_per_item * g.ow;
+      const int64_t q1 = flat ? std::min(out_pixels, q0 + kPixelsPerItem)
+                              : std::min(g.oh, (run + 1) * rows_per_item) * g.ow;
+      const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
+      ukernels::NchwcPointwise p{};
+      p.x_block_stride = in_plane;
+      p.x_pixel_stride = g.sw * kBlock;
+      p.filters = static_cast<int>(filters);
+      p.y_block_stride = out_plane;
+      p.lo = lo, p.hi = hi;
+      for (int64_t k0 = 0; k0 < g.cb; k0 += kInBlocksPerPass) {
+        p.in_blocks = std::min(kInBlocksPerPass, g.cb - k0);
+        p.w = packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+        p.bias = bias ? bias + first * kBlock : nullptr;
+        p.accumulate = k0 > 0;
+        p.last = k0 + kInBlocksPerPass >= g.cb;
+        // One call per segment of contiguous outputs: the whole run, or each output row.
+        for (int64_t q = q0; q < q1; q += flat ? q1 - q0 : g.ow) {
+          const int64_t pixels = flat ? q1 - q0 : g.ow;
+          const int64_t in_pixel = flat ? q : (q / g.ow) * g.sh * g.w;
+          p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
+          p.y = y + y_offset + (q - q0) * kBlock;
+          p.residual = residual ? residual + y_offset + (q - q0) * kBlock : nullptr;
+          kernel(p, pixels);
+        }
+      }
+      if (!clamp_only)
+        for (int64_t f = 0; f < filters; ++f)
+          epilogue.apply(y + y_offset + f * out_plane, (q1 - q0) * kBlock, nullptr, nullptr);
+    }
+  });
+}
+
+void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
+                   const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
+  const float *x = ctx.input(0).data<float>();
+  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  float *y = ctx.output(0).data<float>();
+  const int64_t in_plane = g.h * g.w * kBlock, out_plane = g.oh * g.ow * kBlock;
+  const int64_t taps = g.kh * g.kw;
+  ctx.pool.parallel_for(g.n * g.cb, 1, [&](int64_t begin, int64_t end) {
+    thread_local AlignedFloats scratch;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item % g.cb;
+      ukernels::DepthwiseChannels d{};
+      d.x = x + item * in_plane;
+      d.h = g.h, d.w = g.w, d.pt = g.pt, d.pl = g.pl;
+      d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
+      d.bias = bias ? bias + b * kBlock : nullptr;
+      d.channels = static_cast<int>(kBlock);
+      d.y = y + item * out_plane;
+      d.oh = g.oh, d.ow = g.ow, d.lo = lo, d.hi = hi;
+      const float *wv = packed.data.data() + b * taps * kBlock;
+      const float *z = residual ? residual + item * out_plane : nullptr;
+      if (avx2()) {
+        scratch.resize(ukernels::f32_depthwise_scratch(d, kBlock));
+        f32_nchwc_depthwise__avx2(d, wv, z, scratch.data());
+      } else {
+        depthwise_portable(d, wv, z);
+      }
+      if (!clamp_only) epilogue.apply(d.y, out_plane, nullptr, nullptr);
+    }
+  });
+}
+
+void nchwc_conv(KernelContext &ctx) {
+  const Geometry g = geometry_of(ctx);
+  std::shared_ptr<PackedWeights> owned;
+  const auto *packed = static_cast<const PackedWeights *>(ctx.prepared);
+  if (!packed) {  // weights not constant, or an eager call
+    owned = pack(ctx.input(1), g.depthwise);
+    packed = owned.get();
+  }
+  if (ctx.has_input(3) && ctx.input(3).numel() != ctx.output(0).numel())
+    ctx.fail("residual z ", ctx.input(3).shape().to_string(), " does not match the output ",
+             ctx.output(0).shape().to_string());
+  const Epilogue<float> epilogue(ctx);
+  float lo, hi;
+  const bool clamp_only = epilogue.as_clamp(lo, hi);
+  if (!clamp_only) lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  if (g.depthwise)
+    run_depthwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+  else
+    run_pointwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+}
+
+// [N, C, H, W] <-> [N, C / 8, H, W, 8], one (image, channel block) per work item.
+void reorder(KernelContext &ctx, bool to_blocked) {
+  const Shape &blocked = to_blocked ? ctx.output(0).shape() : ctx.input(0).shape();
+  if (blocked.rank() != 5 || blocked[4] != kBlock)
+    ctx.fail("the CPU kernel takes block ", kBlock, " only; got ", blocked.to_string());
+  const int64_t pixels = blocked[2] * blocked[3], block_floats = pixels * kBlock;
+  const float *x = ctx.input(0).data<float>();
+  float *y = ctx.output(0).data<float>();
+  ctx.pool.parallel_for(blocked[0] * blocked[1], std::max<int64_t>(1, 16384 / block_floats + 1),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t item = begin; item < end; ++item) {
+                            const float *src = x + item * block_floats;
+                            float *dst = y + item * block_floats;
+                            if (avx2() && to_blocked)
+                              f32_to_nchw8c__avx2(src, pixels, pixels, dst);
+                            else if (avx2())
+                              f32_from_nchw8c__avx2(src, pixels, dst, pixels);
+                            else
+                              for (int64_t q = 0; q < pixels; ++q)
+                                for (int64_t l = 0; l < kBlock; ++l) {
+                                  if (to_blocked)
+                                    dst[q * kBlock + l] = src[l * pixels + q];
+                                  else
+                                    dst[l * pixels + q] = src[q * kBlock + l];
+                                }
+                          }
+                        });
+}
+
+void to_nchwc(KernelContext &ctx) {
+  reorder(ctx, true);
+}
+void from_nchwc(KernelContext &ctx) {
+  reorder(ctx, false);
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "nchwc_conv", nchwc_conv, DType::Float32);
+LUMEN_REGISTER_PREPARE("cpu", "nchwc_conv", prepare_nchwc_conv, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "to_nchwc", to_nchwc, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "from_nchwc", from_nchwc, DType::Float32);
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,47 @@
+// Kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc, kernels/nchwc.cc): eight
+// channels of a pixel in one vector.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/ukernels/f32_depthwise.h"
+
+namespace lumen::ukernels {
+
+inline constexpr int kNchwcBlock = 8;
+// Output blocks one pointwise call computes at most (each tile: 12 accumulators, 12 / filters
+// pixels by `filters` blocks).
+inline constexpr int kNchwcMaxFilters = 4;
+
+// Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `in_blocks`
+// input blocks: y[f][q][l] (+)= sum over input channel k of w[k][f][l] * x[k / 8][q][k % 8].
+struct NchwcPointwise {
+  const float *x;          // input block 0 at the segment's first pixel
+  int64_t x_block_stride;  // floats between input blocks
+  int64_t x_pixel_stride;  // floats between the inputs of two consecutive outputs (8 * stride)
+  int64_t in_blocks;
+  const float *w;          // [in_blocks * 8][filters][8]
+  int filters;             // 1..kNchwcMaxFilters
+  const float *bias;       // [filters][8] or nullptr; added unless accumulating
+  float *y;                // output block 0 at the segment's first pixel; pixels 8 apart
+  int64_t y_block_stride;  // floats between output blocks
+  const float *residual;   // laid out like y, added when `last`; or nullptr
+  bool accumulate;         // y += the sums (a later slice of the input blocks)
+  bool last;               // the final slice: add the residual, then clamp to [lo, hi]
+  float lo, hi;
+};
+void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels);
+
+// A depthwise conv of one channel block: d.x is the block's input [h][w][8], d.y its output
+// [oh][ow][8] (32-byte aligned), wv the weights [kh * kw][8], d.bias the block's 8 biases (or
+// nullptr); residual (or nullptr) is laid out like d.y and added before the clamp. scratch:
+// f32_depthwise_scratch(d, 8) floats, 64-byte aligned. d.channels is ignored (always 8).
+void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
+                               float *scratch);
+
+// 8 channel planes (plane floats apart) of `pixels` pixels -> [pixels][8] (32-byte aligned).
+void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y);
+// The inverse: [pixels][8] (32-byte aligned) -> 8 planes.
+void f32_from_nchw8c__avx2(const float *x, int64_t pixels, float *y, int64_t plane);
+
+}  // namespace lumen::ukernels

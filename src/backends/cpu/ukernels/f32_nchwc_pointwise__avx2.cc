@@ -1,0 +1,112 @@
+// The NCHW8c pointwise conv (f32_nchwc.h) and the layout's reorders, AVX2. A tile is P pixels by
+// F output blocks in 12 accumulators (F = 4, 3, 2, 1 with P = 3, 4, 6, 12): per input channel, F
+// weight vectors and P broadcasts of the input serve P * F multiply-adds. The input is read where
+// it lies (the blocked layout needs no packing): a pixel's 8 channels are 32 contiguous bytes.
+#include "backends/cpu/ukernels/f32_nchwc.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backends/cpu/ukernels/avx2_vectors.h"
+
+namespace lumen::ukernels {
+namespace {
+
+constexpr int kLanes = kNchwcBlock;
+
+template <int F, int P>
+inline void tile(const NchwcPointwise &p, const float *x, float *y, const float *residual) {
+  __m256 acc[P][F];
+  for (int f = 0; f < F; ++f) {
+    const __m256 init = p.accumulate ? _mm256_setzero_ps()
+                        : p.bias     ? _mm256_loadu_ps(p.bias + f * kLanes)
+                                     : _mm256_setzero_ps();
+    for (int r = 0; r < P; ++r)
+      acc[r][f] = p.accumulate ? _mm256_load_ps(y + f * p.y_block_stride + r * kLanes) : init;
+  }
+  const float *w = p.w;
+  for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+    const float *xb = x + cb * p.x_block_stride;
+    for (int c = 0; c < kLanes; ++c, w += F * kLanes) {
+      __m256 wv[F];
+      for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
+      for (int r = 0; r < P; ++r) {
+        const __m256 xv = _mm256_broadcast_ss(xb + r * p.x_pixel_stride + c);
+        for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
+      }
+    }
+  }
+  const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
+  for (int f = 0; f < F; ++f)
+    for (int r = 0; r < P; ++r) {
+      __m256 v = acc[r][f];
+      const int64_t at = f * p.y_block_stride + r * kLanes;
+      if (p.last) {
+        if (residual) v = _mm256_add_ps(v, _mm256_load_ps(residual + at));
+        v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));  // max(lo, NaN) is NaN
+      }
+      _mm256_store_ps(y + at, v);
+    }
+}
+
+// Whole tiles of P pixels, then the rest with smaller tiles.
+template <int F, int P>
+void run_pixels(const NchwcPointwise &p, int64_t pixels) {
+  const float *x = p.x;
+  float *y = p.y;
+  const float *residual = p.last ? p.residual : nullptr;
+  int64_t q = 0;
+  for (; q + P <= pixels; q += P)
+    tile<F, P>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+               residual ? residual + q * kLanes : nullptr);
+  if constexpr (P > 1) {
+    if (q < pixels) {
+      NchwcPointwise rest = p;
+      rest.x = x + q * p.x_pixel_stride, rest.y = y + q * kLanes;
+      rest.residual = residual ? residual + q * kLanes : nullptr;
+      run_pixels<F, P - 1>(rest, pixels - q);
+    }
+  }
+}
+
+}  // namespace
+
+void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels) {
+  switch (p.filters) {
+    case 4:
+      return run_pixels<4, 3>(p, pixels);
+    case 3:
+      return run_pixels<3, 4>(p, pixels);
+    case 2:
+      return run_pixels<2, 6>(p, pixels);
+    default:
+      return run_pixels<1, 12>(p, pixels);
+  }
+}
+
+void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y) {
+  int64_t q = 0;
+  for (; q + kLanes <= pixels; q += kLanes) {
+    __m256 v[8];
+    for (int l = 0; l < kLanes; ++l) v[l] = _mm256_loadu_ps(x + l * plane + q);
+    transpose8x8(v);
+    for (int k = 0; k < kLanes; ++k) _mm256_store_ps(y + (q + k) * kLanes, v[k]);
+  }
+  for (; q < pixels; ++q)
+    for (int l = 0; l < kLanes; ++l) y[q * kLanes + l] = x[l * plane + q];
+}
+
+void f32_from_nchw8c__avx2(const float *x, int64_t pixels, float *y, int64_t plane) {
+  const __m256 inf = _mm256_set1_ps(__builtin_inff());
+  // store_lanes_to_planes reads whole blocks of 8 positions: the last partial one from a copy.
+  const int64_t whole = pixels / kLanes * kLanes;
+  store_lanes_to_planes(x, whole, y, plane, kLanes, _mm256_sub_ps(_mm256_setzero_ps(), inf), inf);
+  for (int64_t q = whole; q < pixels; ++q)
+    for (int l = 0; l < kLanes; ++l) y[l * plane + q] = x[q * kLanes + l];
+}
+
+}  // namespace lumen::ukernels
+
+#endif  // __AVX2__

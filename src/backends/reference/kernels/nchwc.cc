@@ -1,0 +1,84 @@
+// Reference kernels of the channel-blocked layout (graph/ops/nchwc.cc): the reorders as plain
+// index arithmetic; nchwc_conv as from_nchwc, the reference fused_conv, to_nchwc.
+#include <optional>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+struct Blocking {
+  int64_t images, blocks, pixels, block;
+};
+
+Blocking blocking_of(const Shape &blocked) {
+  return {blocked[0], blocked[1], blocked[2] * blocked[3], blocked[4]};
+}
+
+// plain [N, C, HW] <-> blocked [N, C / c, HW, c], one direction or the other.
+template <class T>
+void reorder(const Blocking &b, const T *src, T *dst, bool to_blocked) {
+  for (int64_t n = 0; n < b.images; ++n)
+    for (int64_t cb = 0; cb < b.blocks; ++cb)
+      for (int64_t p = 0; p < b.pixels; ++p)
+        for (int64_t l = 0; l < b.block; ++l) {
+          const int64_t plain = ((n * b.blocks + cb) * b.block + l) * b.pixels + p;
+          const int64_t blocked = ((n * b.blocks + cb) * b.pixels + p) * b.block + l;
+          if (to_blocked)
+            dst[blocked] = src[plain];
+          else
+            dst[plain] = src[blocked];
+        }
+}
+
+template <class T>
+void to_nchwc(KernelContext &ctx) {
+  reorder(blocking_of(ctx.output(0).shape()), ctx.input(0).data<T>(), ctx.output(0).data<T>(),
+          true);
+}
+
+template <class T>
+void from_nchwc(KernelContext &ctx) {
+  reorder(blocking_of(ctx.input(0).shape()), ctx.input(0).data<T>(), ctx.output(0).data<T>(),
+          false);
+}
+
+Shape plain_shape(const Shape &blocked) {
+  return Shape{blocked[0], blocked[1] * blocked[4], blocked[2], blocked[3]};
+}
+
+Tensor unblock(const Tensor &blocked) {
+  Tensor plain = Tensor::empty(plain_shape(blocked.shape()), blocked.dtype());
+  reorder(blocking_of(blocked.shape()), blocked.data<float>(), plain.data<float>(), false);
+  return plain;
+}
+
+void nchwc_conv(KernelContext &ctx) {
+  const KernelFn fused_conv = kernel_registry("reference").find("fused_conv", DType::Float32);
+  if (!fused_conv) ctx.fail("no reference fused_conv kernel");
+  const Tensor x = unblock(ctx.input(0));
+  std::optional<Tensor> z;
+  if (ctx.has_input(3)) z = unblock(ctx.input(3));
+  Tensor &y = ctx.output(0);
+  Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
+  Attributes attrs = ctx.attrs;
+  attrs.erase("block");
+  KernelContext inner{
+      .inputs = {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, z ? &*z : nullptr},
+      .outputs = {&plain_y},
+      .attrs = attrs,
+      .pool = ctx.pool,
+      .stream = ctx.stream,
+      .op = ctx.op,
+      .node = ctx.node};
+  fused_conv(inner);
+  reorder(blocking_of(y.shape()), plain_y.data<float>(), y.data<float>(), true);
+}
+
+LUMEN_REGISTER_KERNEL("reference", "to_nchwc", to_nchwc<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "from_nchwc", from_nchwc<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "nchwc_conv", nchwc_conv, DType::Float32);
+
+}  // namespace
+}  // namespace lumen

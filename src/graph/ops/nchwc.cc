@@ -1,0 +1,81 @@
+// The channel-blocked image layout (NCHWc), created by the nchwc_layout pass for chains of convs:
+// a [N, C, H, W] image stored as [N, C / c, H, W, c], the c channels of a block next to each other
+// at every pixel, so a kernel holds one pixel's block in a vector. Convs in this layout read their
+// input and write their output without a transpose or packing step, and a chain of them keeps the
+// layout between its convs. Attribute "block" (c, default 8) on every op.
+//   to_nchwc(x): [N, C, H, W] -> [N, C / c, H, W, c]; C must be a multiple of c.
+//   from_nchwc(x): the inverse.
+//   nchwc_conv(x, w, b?, z?): fused_conv (same attributes, activation included) on a blocked x,
+//     giving a blocked y; w, b stay [M, C / group, kH, kW] and [M]; z is blocked like y. C and M
+//     are multiples of c.
+#include <vector>
+
+#include "graph/op_schema.h"
+
+namespace lumen {
+namespace {
+
+int64_t block_of(const InferContext &ctx) {
+  const int64_t block = ctx.attrs.get_int("block", 8);
+  if (block < 1 || block > 64) ctx.fail("attribute block must be in [1, 64], got ", block);
+  return block;
+}
+
+// [N, C, H, W] -> [N, C / block, H, W, block].
+Shape blocked(const InferContext &ctx, const Shape &s, int64_t block, const char *what) {
+  if (s.rank() != 4) ctx.fail(what, " must be 4-D [N, C, H, W], got ", s.to_string());
+  if (s[1] == kUnknownDim || s[1] % block != 0)
+    ctx.fail(what, " ", s.to_string(), ": channels must be a known multiple of the block ", block);
+  return Shape{s[0], s[1] / block, s[2], s[3], block};
+}
+
+// [N, C / block, H, W, block] -> [N, C, H, W].
+Shape unblocked(const InferContext &ctx, const Shape &s, int64_t block, const char *what) {
+  if (s.rank() != 5 || s[4] != block)
+    ctx.fail(what, " must be 5-D [N, C / ", block, ", H, W, ", block, "], got ", s.to_string());
+  if (s[1] == kUnknownDim) ctx.fail(what, " ", s.to_string(), ": the channel blocks must be known");
+  return Shape{s[0], s[1] * block, s[2], s[3]};
+}
+
+std::vector<TensorType> infer_to_nchwc(const InferContext &ctx) {
+  const TensorType &x = ctx.input(0);
+  return {{x.dtype, blocked(ctx, x.shape, block_of(ctx), "input")}};
+}
+
+std::vector<TensorType> infer_from_nchwc(const InferContext &ctx) {
+  const TensorType &x = ctx.input(0);
+  return {{x.dtype, unblocked(ctx, x.shape, block_of(ctx), "input")}};
+}
+
+std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
+  const int64_t block = block_of(ctx);
+  // fused_conv's inference on the unblocked types checks everything else.
+  const TensorType x{ctx.input(0).dtype, unblocked(ctx, ctx.input(0).shape, block, "input x")};
+  std::vector<const TensorType *> inputs(ctx.inputs.begin(), ctx.inputs.end());
+  inputs[0] = &x;
+  TensorType z;
+  if (ctx.has_input(3)) {
+    z = {ctx.input(3).dtype, unblocked(ctx, ctx.input(3).shape, block, "residual z")};
+    inputs[3] = &z;
+  }
+  Attributes attrs = ctx.attrs;
+  attrs.erase("block");
+  auto out = get_op("fused_conv")
+                 .infer(InferContext{.inputs = inputs,
+                                     .attrs = attrs,
+                                     .op = ctx.op,
+                                     .node = ctx.node,
+                                     .values = ctx.values,
+                                     .shapes_known = ctx.shapes_known});
+  out[0].shape = blocked(ctx, out[0].shape, block, "output");
+  return out;
+}
+
+}  // namespace
+
+LUMEN_REGISTER_OP({.name = "to_nchwc", .infer = infer_to_nchwc});
+LUMEN_REGISTER_OP({.name = "from_nchwc", .infer = infer_from_nchwc});
+LUMEN_REGISTER_OP(
+    {.name = "nchwc_conv", .min_inputs = 2, .max_inputs = 4, .infer = infer_nchwc_conv});
+
+}  // namespace lumen

@@ -1,0 +1,167 @@
+"""The channel-blocked layout (graph/ops/nchwc.cc, passes/nchwc_layout.cc, cpu/kernels/nchwc.cc):
+chains of pointwise and depthwise convs run as nchwc_conv and agree with the reference backend on
+the unoptimized graph, over the shapes the kernels split differently (output groups of 1 to 4
+blocks, input channels past one pass of 16 blocks, odd maps, strides, dilations, every fusable
+activation, residuals, a symbolic batch)."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import lumen
+
+
+class Chain:
+    """Builds Conv (+ activation) (+ residual Add) nodes one after another on 'x' [N, C, H, W]."""
+
+    def __init__(self, channels, size, batch="N"):
+        self.rng = np.random.default_rng(channels * 100 + size[0])
+        self.nodes, self.inits = [], []
+        self.last, self.channels, self.size, self.batch = "x", channels, size, batch
+        self.input = helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                   [batch, channels, *size])
+
+    def conv(self, out, kernel=1, group=1, stride=1, pad=0, dilation=1, bias=True,
+             activation=None, residual_from=None, **act_attrs):
+        i = len(self.nodes)
+        cg = self.channels // group
+        w = (self.rng.standard_normal((out, cg, kernel, kernel)) /
+             np.sqrt(cg * kernel * kernel)).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(w, f"w{i}"))
+        inputs = [self.last, f"w{i}"]
+        if bias:  # non-zero biases: a dropped bias fails
+            b = (self.rng.standard_normal(out) * 0.5 + 0.25).astype(np.float32)
+            self.inits.append(numpy_helper.from_array(b, f"b{i}"))
+            inputs.append(f"b{i}")
+        self.nodes.append(helper.make_node("Conv", inputs, [f"c{i}"], group=group,
+                                           kernel_shape=[kernel, kernel], strides=[stride] * 2,
+                                           pads=[pad] * 4, dilations=[dilation] * 2))
+        last = f"c{i}"
+        if residual_from:
+            self.nodes.append(helper.make_node("Add", [last, residual_from], [f"r{i}"]))
+            last = f"r{i}"
+        if activation:
+            self.nodes.append(helper.make_node(activation, [last], [f"a{i}"], **act_attrs))
+            last = f"a{i}"
+        self.last, self.channels = last, out
+        return last
+
+    def model(self):
+        self.nodes.append(helper.make_node("Identity", [self.last], ["y"]))
+        graph = helper.make_graph(self.nodes, "chain", [self.input],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def mobile_block_chain(batch="N"):
+    """Inverted residual blocks: expand, depthwise, project (+ shortcut), with the activations
+    mobile nets use, in the shapes that split the kernels' work differently."""
+    c = Chain(24, (13, 11), batch)
+    c.conv(136, activation="Relu")                                   # 17 groups of 4 + 1 rest
+    c.conv(136, kernel=3, group=136, pad=1, activation="Clip",
+           min=0.0, max=6.0)                                         # 3x3 depthwise, relu6
+    skip = c.conv(24, bias=False)                                    # 17 input blocks: 2 passes
+    c.conv(40, activation="HardSwish")                               # 5 blocks: 3 + 2
+    c.conv(40, kernel=5, group=40, stride=2, pad=2, activation="Sigmoid")  # 5x5 s2 depthwise
+    c.conv(24, activation="LeakyRelu", alpha=0.1)                    # 3 blocks
+    c.conv(24, kernel=3, group=24, pad=2, dilation=2, residual_from=None)  # dilated depthwise
+    c.conv(8, stride=2)                                              # 1 block, strided 1x1
+    c.conv(32, activation="Tanh")                                    # 4 blocks
+    c.conv(32, kernel=7, group=32, pad=3, activation="Relu")         # 7x7 depthwise
+    return c, skip
+
+
+def run_both(model, batch, seed=0):
+    path_model = model.SerializeToString()
+    x = np.random.default_rng(seed).standard_normal(
+        [batch] + [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+    ).astype(np.float32)
+    compiled = lumen.load_onnx(path_model).compile(backend="cpu", num_threads=2)
+    got = compiled.run({"x": x})[0]
+    want = lumen.load_onnx(path_model).compile(backend="reference", opt_level=0).run({"x": x})[0]
+    return compiled, got, want
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_mobile_chain_runs_blocked_and_matches_the_reference(batch):
+    chain, _ = mobile_block_chain(batch)
+    compiled, got, want = run_both(chain.model(), batch)
+    ops = [s.op for s in compiled.executable.steps]
+    assert ops.count("nchwc_conv") == 10, ops
+    assert ops.count("to_nchwc") == 1 and ops.count("from_nchwc") == 1, ops
+    assert all(s.backend == "cpu" for s in compiled.executable.steps)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_residual_inside_the_chain():
+    c = Chain(16, (9, 9), 2)
+    c.conv(48, activation="Relu")
+    c.conv(48, kernel=3, group=48, pad=1, activation="Relu")
+    skip = c.conv(16)
+    c.conv(48, activation="Relu")
+    c.conv(48, kernel=3, group=48, pad=1, activation="Relu")
+    c.conv(16, residual_from=skip)                                   # fused residual, blocked
+    c.conv(16, kernel=3, group=16, pad=1, residual_from=skip, activation="Relu")
+    compiled, got, want = run_both(c.model(), 2)
+    ops = [s.op for s in compiled.executable.steps]
+    assert ops.count("nchwc_conv") == 7, ops
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_lone_conv_and_uncovered_convs_stay_plain():
+    c = Chain(12, (8, 8), 1)                 # 12 channels: not a multiple of the block
+    c.conv(16, activation="Relu")
+    c.conv(16, kernel=3, pad=1)             # a dense 3x3: not covered
+    c.conv(24)                              # a lone pointwise conv
+    compiled, got, want = run_both(c.model(), 1)
+    ops = [s.op for s in compiled.executable.steps]
+    assert "nchwc_conv" not in ops and "to_nchwc" not in ops, ops
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_symbolic_batch_plans_per_shape():
+    chain, _ = mobile_block_chain()
+    data = chain.model().SerializeToString()
+    model = lumen.load_onnx(data).compile(backend="cpu", num_threads=2)
+    reference = lumen.load_onnx(data).compile(backend="reference", opt_level=0)
+    for batch in (3, 1):
+        x = np.random.default_rng(batch).standard_normal((batch, 24, 13, 11)).astype(np.float32)
+        want = reference.run({"x": x})[0]
+        np.testing.assert_allclose(model.run({"x": x})[0], want, rtol=1e-4,
+                                   atol=1e-4 * float(np.abs(want).max()))
+        # The graph's shapes are known only per input shape: the plan for this one is blocked.
+        plan = model.executable.execute_profiled(x)[1].plan_steps
+        assert [s.op for s in plan].count("nchwc_conv") == 10
+
+
+def test_blocked_graph_runs_on_the_reference_backend():
+    """The optimized graph (with the blocked ops) is still a graph any backend runs."""
+    chain, _ = mobile_block_chain()
+    data = chain.model().SerializeToString()
+    x = np.random.default_rng(5).standard_normal((2, 24, 13, 11)).astype(np.float32)
+    got = lumen.load_onnx(data).compile(backend="reference").run({"x": x})[0]
+    want = lumen.load_onnx(data).compile(backend="reference", opt_level=0).run({"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_portable_kernels_without_avx2():
+    """The plain C++ loops (CPUs without AVX2), through LUMEN_CPU_ISA in a fresh process."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, {here!r})
+        import numpy as np
+        from test_nchwc import mobile_block_chain, run_both
+        chain, _ = mobile_block_chain(2)
+        compiled, got, want = run_both(chain.model(), 2)
+        assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 10
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+    """).format(here=os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, LUMEN_CPU_ISA="baseline")
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
