@@ -165,3 +165,24 @@ def test_portable_kernels_without_avx2():
     """).format(here=os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, LUMEN_CPU_ISA="baseline")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
+
+
+def test_squeeze_excitation_stays_blocked():
+    """Global pooling, the two 1x1 convs on [N, C, 1, 1] and the Mul that scales the image join
+    the chain: one layout change in, one out."""
+    c = Chain(16, (10, 9), 2)
+    c.conv(48, activation="Relu")
+    dw = c.conv(48, kernel=3, group=48, pad=1, activation="HardSwish")
+    c.nodes.append(helper.make_node("GlobalAveragePool", [dw], ["pooled"]))
+    c.last = "pooled"
+    c.conv(16, activation="Relu")
+    scale = c.conv(48, activation="HardSigmoid", alpha=1 / 6, beta=0.5)
+    c.nodes.append(helper.make_node("Mul", [dw, scale], ["scaled"]))
+    c.nodes.append(helper.make_node("Neg", ["scaled"], ["negated"]))  # a plain element-wise op
+    c.last = "negated"
+    c.conv(24)
+    compiled, got, want = run_both(c.model(), 2)
+    ops = [s.op for s in compiled.executable.steps]
+    assert ops.count("nchwc_conv") == 5 and "global_avg_pool" not in ops, ops
+    assert ops.count("to_nchwc") == 1 and ops.count("from_nchwc") == 1, ops
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

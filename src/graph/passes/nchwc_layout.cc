@@ -5,19 +5,23 @@
 // (a 1x1 conv as a GEMM packs all of its input every run) and no transposes into and out of
 // vector lanes (a depthwise conv with channels in lanes does two per run).
 //
-// Covered: pointwise convs (1x1, one group, no padding, any stride) and depthwise convs (one
-// input and one output channel per group, any kernel, stride, padding and dilation), with known
-// channel counts that are multiples of the block, constant weights, float32. A chain is a set of
-// such convs connected through their input or residual; it changes layout only when it holds two
-// convs that do real work (a 1x1 depthwise conv, a batch norm folded into one, is a per-channel
-// affine map that costs less than the layout changes around it: DenseNet's pre-activation
-// batch norm + 1x1 conv pairs ran 3% slower blocked). LUMEN_NCHWC=0 turns the pass off (to
-// compare).
+// Covered convs: pointwise (1x1, one group, no padding, any stride) and depthwise (one input and
+// one output channel per group, any kernel, stride, padding and dilation), with known channel
+// counts that are multiples of the block, constant weights, float32. Ops that do not care about
+// the layout join a chain too, so that it does not break around them: element-wise ops whose
+// operands are single values or images with the output's channels (a squeeze-and-excitation
+// block's Mul by [N, C, 1, 1] broadcasts the same way blocked), and global average pooling (a
+// reduce_mean over H and W of the blocked image). A chain is a set of such nodes connected
+// through their inputs; it changes layout only when it holds two convs that do real work (a 1x1
+// depthwise conv, a batch norm folded into one, is a per-channel affine map that costs less than
+// the layout changes around it: DenseNet's pre-activation batch norm + 1x1 conv pairs ran 3%
+// slower blocked). LUMEN_NCHWC=0 turns the pass off (to compare).
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "graph/op_schema.h"
 #include "graph/passes/pass.h"
 #include "graph/passes/pattern.h"
 
@@ -36,11 +40,21 @@ bool all_zero(const std::vector<int64_t> &v) {
   return true;
 }
 
-bool covered(const Node *n) {
+bool float_image(const Value *v) {
+  return v && v->dtype() == DType::Float32 && v->has_shape() && v->shape().rank() == 4;
+}
+
+bool single_value(const Value *v) {
+  if (!v->has_shape() || v->shape().rank() > 4) return false;
+  for (int64_t d : v->shape())
+    if (d != 1) return false;
+  return true;
+}
+
+bool covered_conv(const Node *n) {
   if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
   const Value *x = n->input(0), *w = n->input(1);
-  if (x->dtype() != DType::Float32 || !x->has_shape() || x->shape().rank() != 4) return false;
-  if (!w->is_constant() || w->shape().rank() != 4) return false;
+  if (!float_image(x) || !w->is_constant() || w->shape().rank() != 4) return false;
   const Shape &ws = w->shape();
   const int64_t c = x->shape()[1], m = ws[0], group = n->attrs().get_int("group", 1);
   if (!blockable_channels(c) || !blockable_channels(m)) return false;
@@ -56,7 +70,25 @@ bool does_real_work(const Node *n) {
   return ws[1] > 1 || ws[2] * ws[3] > 1;
 }
 
-// Union-find over the covered convs: two are in one chain when one reads the other's output.
+bool is_binary_elementwise(const std::string &op) {
+  return op == "add" || op == "sub" || op == "mul" || op == "div" || op == "maximum" ||
+         op == "minimum";
+}
+
+// An op that computes the same blocked: see the top of the file.
+bool layout_free(const Node *n) {
+  if (n->outputs().size() != 1 || !float_image(n->output())) return false;
+  const int64_t c = n->output()->shape()[1];
+  if (!blockable_channels(c)) return false;
+  if (n->op() == "global_avg_pool") return true;
+  const OpSchema *schema = find_op(n->op());
+  if (!(schema && schema->elementwise) && !is_binary_elementwise(n->op())) return false;
+  for (const Value *in : n->inputs())
+    if (in && !single_value(in) && !(float_image(in) && in->shape()[1] == c)) return false;
+  return true;
+}
+
+// Union-find over the nodes that can run blocked: one chain per connected set.
 class Chains {
  public:
   Node *root(Node *n) {
@@ -71,6 +103,12 @@ class Chains {
   std::map<Node *, Node *> parent_;
 };
 
+Attributes block_attrs() {
+  Attributes a;
+  a.set("block", kBlock);
+  return a;
+}
+
 class NchwcLayout final : public Pass {
  public:
   std::string_view name() const override { return "nchwc_layout"; }
@@ -80,17 +118,19 @@ class NchwcLayout final : public Pass {
     const std::vector<Node *> order = graph.topological_order();
     Chains chains;
     for (Node *n : order)
-      if (covered(n)) chains.add(n);
-    std::map<Node *, int> chain_size;  // convs doing real work per chain
+      if (covered_conv(n) || layout_free(n)) chains.add(n);
     for (Node *n : order) {
       if (!chains.has(n)) continue;
-      for (size_t i : {size_t(0), size_t(3)}) {
-        const Value *in = i < n->inputs().size() ? n->input(i) : nullptr;
+      const bool conv = covered_conv(n);
+      for (size_t i = 0; i < n->inputs().size(); ++i) {
+        const Value *in = n->input(i);
+        if (conv && i != 0 && i != 3) continue;  // weights and bias are not images
         if (in && in->producer() && chains.has(in->producer())) chains.join(n, in->producer());
       }
     }
+    std::map<Node *, int> real_convs;  // per chain
     for (Node *n : order)
-      if (chains.has(n) && does_real_work(n)) ++chain_size[chains.root(n)];
+      if (chains.has(n) && covered_conv(n) && does_real_work(n)) ++real_convs[chains.root(n)];
 
     std::map<const Value *, Value *> blocked;  // plain value -> its blocked twin
     const auto blocked_of = [&](Value *plain) {
@@ -101,30 +141,37 @@ class NchwcLayout final : public Pass {
     };
     bool changed = false;
     for (Node *n : order) {
-      if (!chains.has(n) || chain_size[chains.root(n)] < 2) continue;
-      std::vector<Value *> inputs = n->inputs();
-      inputs.resize(4, nullptr);
-      inputs[0] = blocked_of(inputs[0]);
-      if (inputs[3]) inputs[3] = blocked_of(inputs[3]);
-      while (!inputs.empty() && !inputs.back()) inputs.pop_back();
-      Attributes attrs = n->attrs();
-      attrs.set("block", kBlock);
-      Value *y = graph.add_op("nchwc_conv", inputs, attrs, graph.fresh_name(n->name()));
+      if (!chains.has(n) || real_convs[chains.root(n)] < 2) continue;
+      Value *y = nullptr;
+      const std::string name = graph.fresh_name(n->name());
+      if (covered_conv(n)) {
+        std::vector<Value *> inputs = n->inputs();
+        inputs.resize(4, nullptr);
+        inputs[0] = blocked_of(inputs[0]);
+        if (inputs[3]) inputs[3] = blocked_of(inputs[3]);
+        while (!inputs.empty() && !inputs.back()) inputs.pop_back();
+        Attributes attrs = n->attrs();
+        attrs.set("block", kBlock);
+        y = graph.add_op("nchwc_conv", inputs, attrs, name);
+      } else if (n->op() == "global_avg_pool") {
+        Attributes attrs;
+        attrs.set("axes", std::vector<int64_t>{2, 3});
+        attrs.set("keepdims", int64_t{1});
+        y = graph.add_op("reduce_mean", {blocked_of(n->input(0))}, attrs, name);
+      } else {
+        std::vector<Value *> inputs;
+        for (Value *in : n->inputs())
+          inputs.push_back(!in || single_value(in) ? in : blocked_of(in));
+        y = graph.add_op(n->op(), inputs, n->attrs(), name);
+      }
       Value *plain = graph.add_op("from_nchwc", {y}, block_attrs(), graph.fresh_name(n->name()));
       graph.replace_all_uses(n->output(), plain);
       blocked[plain] = y;
-      ctx.note("nchwc_conv: ", n->op(), " ", n->name(), " in the blocked layout");
+      ctx.note(n->op(), " ", n->name(), " in the blocked layout (", y->producer()->op(), ")");
       graph.remove_node(n);
       changed = true;
     }
     return changed;
-  }
-
- private:
-  static Attributes block_attrs() {
-    Attributes a;
-    a.set("block", kBlock);
-    return a;
   }
 };
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/common/epilogue.h"
+#include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/ukernels/f32_nchwc.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
@@ -26,8 +27,12 @@ namespace {
 constexpr int64_t kBlock = ukernels::kNchwcBlock;
 constexpr int64_t kInBlocksPerPass = 16;
 // Output pixels per pointwise work item: enough to amortize the call, few enough that the item's
-// input slice stays in L2 and the threads balance.
-constexpr int64_t kPixelsPerItem = 256;
+// input slice stays in L2. Fewer where the items would not keep every thread busy: at least
+// kItemsPerThread each where items of kMinPixelsPerItem allow (three items on two threads left one
+// idle a third of the time: MobileNetV2's 576 -> 96 convs on 14x14 maps).
+constexpr int64_t kPixelsPerItem = 252;  // 21 tiles of 12 / F pixels
+constexpr int64_t kMinPixelsPerItem = 24;
+constexpr int64_t kItemsPerThread = 4;
 
 // The AVX2 micro-kernels exist on x86-64 only (ukernels/*__avx2.cc); elsewhere these stand in.
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -215,17 +220,20 @@ void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   const int64_t out_plane = out_pixels * kBlock, c = g.cb * kBlock;
   const bool flat = g.sh == 1 && g.sw == 1;  // output pixel q reads input pixel q
   // Items: runs of output pixels (flat) or of whole output rows.
-  const int64_t rows_per_item = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
-  const int64_t runs = flat ? (out_pixels + kPixelsPerItem - 1) / kPixelsPerItem
-                            : (g.oh + rows_per_item - 1) / rows_per_item;
   const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
+  const int64_t runs_wanted = ceil_div(kItemsPerThread * ctx.pool.size(), g.n * groups);
+  // A multiple of 12 pixels: whole tiles of every filter count (12 / F pixels).
+  const int64_t per_item =
+      std::clamp(ceil_div(out_pixels, runs_wanted * 12) * 12, kMinPixelsPerItem, kPixelsPerItem);
+  const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
+  const int64_t runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
   const auto kernel = avx2() ? f32_nchwc_pointwise__avx2 : pointwise_portable;
   ctx.pool.parallel_for(g.n * groups * runs, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (groups * runs), gi = item / runs % groups, run = item % runs;
       const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
-      const int64_t q0 = flat ? run * kPixelsPerItem : run * rows_per_item * g.ow;
-      const int64_t q1 = flat ? std::min(out_pixels, q0 + kPixelsPerItem)
+      const int64_t q0 = flat ? run * per_item : run * rows_per_item * g.ow;
+      const int64_t q1 = flat ? std::min(out_pixels, q0 + per_item)
                               : std::min(g.oh, (run + 1) * rows_per_item) * g.ow;
       const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
       ukernels::NchwcPointwise p{};
