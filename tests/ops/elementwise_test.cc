@@ -141,7 +141,15 @@ std::vector<ShapePair> broadcast_cases() {
           {{4, 1}, {4, 6}},
           {{2, 3, 1, 5}, {3, 7, 1}},
           {{1, 1, 6}, {5, 1, 1}},
-          {{6, 1}, {1}}};
+          {{6, 1}, {1}},
+          // One operand full, the other with a run of 1s before a short row (the row-broadcast
+          // path): a blocked per-channel scale either way round, a leading run, a run of one dim,
+          // and two runs (the general loop).
+          {{2, 3, 4, 5, 8}, {2, 3, 1, 1, 8}},
+          {{2, 3, 1, 1, 8}, {2, 3, 4, 5, 8}},
+          {{1, 1, 1, 8}, {2, 3, 5, 8}},
+          {{3, 7, 5}, {3, 1, 5}},
+          {{2, 3, 4, 5, 8}, {2, 1, 4, 1, 8}}};
 }
 
 // Inputs of `dtype` for `op`: divisors never zero, pow bases positive.

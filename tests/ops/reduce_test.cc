@@ -99,6 +99,14 @@ TEST(ReduceTest, ReduceCpuMatchesReference) {
     EXPECT_TRUE(
         testing::cpu_matches_reference(op, {long_row}, {{"keepdims", int64_t{0}}}, 1e-4, 1e-5))
         << op << " over one long row";
+    // Short rows kept (a channel-blocked image pooled over H and W), more and fewer rows than
+    // the kernel's four partial results.
+    EXPECT_TRUE(testing::cpu_matches_reference(op, {random_tensor({2, 3, 7, 5, 8}, 9)},
+                                               {{"axes", std::vector<int64_t>{2, 3}}}, 1e-5, 1e-5))
+        << op << " over H, W of a blocked image";
+    EXPECT_TRUE(testing::cpu_matches_reference(op, {random_tensor({2, 3, 8}, 10)},
+                                               {{"axes", std::vector<int64_t>{1}}}, 1e-5, 1e-5))
+        << op << " over 3 short rows";
   }
 }
 

@@ -1,6 +1,6 @@
 """The channel-blocked layout (graph/ops/nchwc.cc, passes/nchwc_layout.cc, cpu/kernels/nchwc.cc):
 chains of pointwise and depthwise convs run as nchwc_conv and agree with the reference backend on
-the unoptimized graph, over the shapes the kernels split differently (output groups of 1 to 4
+the unoptimized graph, over the shapes the kernels split differently (output groups of 1 to 3
 blocks, input channels past one pass of 16 blocks, odd maps, strides, dilations, every fusable
 activation, residuals, a symbolic batch)."""
 
@@ -59,7 +59,7 @@ def mobile_block_chain(batch="N"):
     """Inverted residual blocks: expand, depthwise, project (+ shortcut), with the activations
     mobile nets use, in the shapes that split the kernels' work differently."""
     c = Chain(24, (13, 11), batch)
-    c.conv(136, activation="Relu")                                   # 17 groups of 4 + 1 rest
+    c.conv(136, activation="Relu")                                   # 17 blocks: 3s and 2s
     c.conv(136, kernel=3, group=136, pad=1, activation="Clip",
            min=0.0, max=6.0)                                         # 3x3 depthwise, relu6
     skip = c.conv(24, bias=False)                                    # 17 input blocks: 2 passes
@@ -68,7 +68,7 @@ def mobile_block_chain(batch="N"):
     c.conv(24, activation="LeakyRelu", alpha=0.1)                    # 3 blocks
     c.conv(24, kernel=3, group=24, pad=2, dilation=2, residual_from=None)  # dilated depthwise
     c.conv(8, stride=2)                                              # 1 block, strided 1x1
-    c.conv(32, activation="Tanh")                                    # 4 blocks
+    c.conv(32, activation="Tanh")                                    # 4 blocks: 2 + 2
     c.conv(32, kernel=7, group=32, pad=3, activation="Relu")         # 7x7 depthwise
     return c, skip
 
@@ -185,4 +185,20 @@ def test_squeeze_excitation_stays_blocked():
     ops = [s.op for s in compiled.executable.steps]
     assert ops.count("nchwc_conv") == 5 and "global_avg_pool" not in ops, ops
     assert ops.count("to_nchwc") == 1 and ops.count("from_nchwc") == 1, ops
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_large_maps_split_into_bands():
+    """Depthwise work items are bands of output rows (several per plane here) and pointwise ones
+    runs of pixels: the splits must not change the result."""
+    c = Chain(16, (37, 70), 1)
+    c.conv(32, activation="Relu")
+    c.conv(32, kernel=3, group=32, pad=1, activation="HardSwish")
+    skip = c.conv(16)
+    c.conv(32, activation="Sigmoid")
+    c.conv(32, kernel=5, group=32, pad=2, activation="Relu")
+    c.conv(16, residual_from=skip)
+    c.conv(16, kernel=3, group=16, stride=2, pad=1, activation="Tanh")
+    compiled, got, want = run_both(c.model(), 1)
+    assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 7
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

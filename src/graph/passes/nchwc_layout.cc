@@ -10,12 +10,12 @@
 // counts that are multiples of the block, constant weights, float32. Ops that do not care about
 // the layout join a chain too, so that it does not break around them: element-wise ops whose
 // operands are single values or images with the output's channels (a squeeze-and-excitation
-// block's Mul by [N, C, 1, 1] broadcasts the same way blocked), and global average pooling (a
-// reduce_mean over H and W of the blocked image). A chain is a set of such nodes connected
-// through their inputs; it changes layout only when it holds two convs that do real work (a 1x1
-// depthwise conv, a batch norm folded into one, is a per-channel affine map that costs less than
-// the layout changes around it: DenseNet's pre-activation batch norm + 1x1 conv pairs ran 3%
-// slower blocked). LUMEN_NCHWC=0 turns the pass off (to compare).
+// block's Mul by [N, C, 1, 1] broadcasts the same way blocked), concatenation along the channels
+// of whole blocks, and global average pooling (a reduce_mean over H and W of the blocked image). A
+// chain is a set of such nodes connected through their inputs; it changes layout only when it holds
+// two convs that do real work (a 1x1 depthwise conv, a batch norm folded into one, is a per-channel
+// affine map that costs less than the layout changes around it: DenseNet's pre-activation batch
+// norm + 1x1 conv pairs ran 3% slower blocked). LUMEN_NCHWC=0 turns the pass off (to compare).
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -81,6 +81,13 @@ bool layout_free(const Node *n) {
   const int64_t c = n->output()->shape()[1];
   if (!blockable_channels(c)) return false;
   if (n->op() == "global_avg_pool") return true;
+  if (n->op() == "concat") {  // along the channels, of whole blocks
+    const int64_t axis = n->attrs().get_int("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    for (const Value *in : n->inputs())
+      if (!float_image(in) || !blockable_channels(in->shape()[1])) return false;
+    return true;
+  }
   const OpSchema *schema = find_op(n->op());
   if (!(schema && schema->elementwise) && !is_binary_elementwise(n->op())) return false;
   for (const Value *in : n->inputs())
@@ -162,7 +169,9 @@ class NchwcLayout final : public Pass {
         std::vector<Value *> inputs;
         for (Value *in : n->inputs())
           inputs.push_back(!in || single_value(in) ? in : blocked_of(in));
-        y = graph.add_op(n->op(), inputs, n->attrs(), name);
+        Attributes attrs = n->attrs();
+        if (n->op() == "concat") attrs.set("axis", int64_t{1});  // -3 would be H blocked
+        y = graph.add_op(n->op(), inputs, attrs, name);
       }
       Value *plain = graph.add_op("from_nchwc", {y}, block_attrs(), graph.fresh_name(n->name()));
       graph.replace_all_uses(n->output(), plain);

@@ -18,6 +18,7 @@ namespace lumen {
 namespace {
 
 constexpr int64_t kGrain = 1 << 16;  // output elements per parallel chunk
+constexpr int64_t kRowTile = 256;    // see RowBroadcast
 // y = f(a, b) over one run; load/store are the identity except for Float16/BFloat16.
 template <class F, class TA, class TB>
 inline void run(const TA *a, bool a_walks, const TB *b, bool b_walks, TA *y, int64_t len) {
@@ -36,6 +37,34 @@ inline void run(const TA *a, bool a_walks, const TB *b, bool b_walks, TA *y, int
     const TA v = store<TA>(f(load(*a), load(*b)));
     for (int64_t i = 0; i < len; ++i) y[i] = v;
   }
+}
+
+// One operand has the output's shape, the other the same shape with a run of dims [lo, hi) set to
+// 1, followed by a short row (1 < inner <= 64): a per-channel scale of a channel-blocked image
+// ([N, C/8, H, W, 8] * [N, C/8, 1, 1, 8]) or of an NHWC one. The general loop would call its run
+// body once per short row; here each output row of `inner` reads the small operand's row
+// `row / mid` (onnxruntime's squeeze-and-excitation Mul was 2x faster before).
+struct RowBroadcast {
+  int64_t mid = 1, inner = 1;
+  bool a_full = true;
+};
+
+bool row_broadcast(const Shape &a, const Shape &b, const Shape &y, RowBroadcast &rb) {
+  constexpr int64_t kShortRow = 64;  // at most kRowTile
+  if (a.rank() != y.rank() || b.rank() != y.rank() || a == b) return false;
+  rb.a_full = a == y;
+  const Shape &small = rb.a_full ? b : a;
+  if (!rb.a_full && b != y) return false;
+  size_t lo = y.rank(), hi = 0;
+  for (size_t d = 0; d < y.rank(); ++d)
+    if (small[d] != y[d]) {
+      if (small[d] != 1 || (hi != 0 && hi != d)) return false;  // not 1, or a second run
+      lo = std::min(lo, d), hi = d + 1;
+    }
+  rb.mid = rb.inner = 1;
+  for (size_t d = lo; d < hi; ++d) rb.mid *= y[d];
+  for (size_t d = hi; d < y.rank(); ++d) rb.inner *= y[d];
+  return rb.inner > 1 && rb.inner <= kShortRow && rb.mid > 1;
 }
 
 // Plain arithmetic types vectorize; the 16-bit floats convert per element and gain nothing.
@@ -74,6 +103,46 @@ void binary_typed(KernelContext &ctx) {
       });
       return;
     }
+  }
+  if (RowBroadcast rb; row_broadcast(a.shape(), b.shape(), y.shape(), rb)) {
+    // The small operand's row repeated to fill a tile of up to kRowTile values (a multiple of its
+    // length), so that both operands walk runs of that many values through the vectorized loop.
+    // Only as many repeats as an outer index has rows: a 7x7 map's 49.
+    const int64_t tile = std::min(kRowTile / rb.inner, rb.mid) * rb.inner;
+    ctx.pool.parallel_for(
+        n / rb.inner, std::max<int64_t>(1, kGrain / rb.inner), [&](int64_t begin, int64_t end) {
+          TB b_tile[kRowTile];
+          TA a_tile[kRowTile];
+          int64_t tiled_row = -1;  // the small operand's row now in the tile
+          auto body = [&]() LUMEN_VEC_INLINE {
+            for (int64_t r = begin; r < end;) {
+              const int64_t o = r / rb.mid, stop = std::min(end, (o + 1) * rb.mid);
+              if (o != tiled_row) {
+                for (int64_t at = 0; at < tile; at += rb.inner)
+                  for (int64_t j = 0; j < rb.inner; ++j) {
+                    if (rb.a_full)
+                      b_tile[at + j] = pb[o * rb.inner + j];
+                    else
+                      a_tile[at + j] = pa[o * rb.inner + j];
+                  }
+                tiled_row = o;
+              }
+              for (int64_t at = r * rb.inner; at < stop * rb.inner; at += tile) {
+                const int64_t len = std::min(tile, stop * rb.inner - at);
+                if (rb.a_full)
+                  run<F, TA, TB>(pa + at, true, b_tile, true, py + at, len);
+                else
+                  run<F, TA, TB>(a_tile, true, pb + at, true, py + at, len);
+              }
+              r = stop;
+            }
+          };
+          if constexpr (kVectorizes<TA> && kVectorizes<TB> && !std::is_same_v<F, bin::Pow>)
+            vec::run_best(body);
+          else
+            body();
+        });
+    return;
   }
   BroadcastLoop runs;
   if (!runs.init(a.shape(), b.shape(), y.shape()))

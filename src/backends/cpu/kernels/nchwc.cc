@@ -1,9 +1,9 @@
 // CPU kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc), float32, block 8.
 //
-// nchwc_conv, pointwise: the weights are packed once into groups of up to four output blocks,
+// nchwc_conv, pointwise: the weights are packed once into groups of up to three output blocks,
 // [C][F][8] per group; a work item is (image, group, run of output pixels), which the micro-kernel
 // walks in tiles of 12 / F pixels, summing 16 input blocks per pass (the group's weights for those,
-// 16 KiB at most, stay in L1) into the output tile. Depthwise: one work item per (image, channel
+// 12 KiB at most, stay in L1) into the output tile. Depthwise: one work item per (image, channel
 // block), the taps of every output one vector multiply-add each (f32_nchwc.h). Activations that
 // are clamps (relu, clip) are applied in registers, the others over each work item's output right
 // after it, while it is in cache. Without AVX2 the same loops run as plain C++.
@@ -33,6 +33,8 @@ constexpr int64_t kInBlocksPerPass = 16;
 constexpr int64_t kPixelsPerItem = 252;  // 21 tiles of 12 / F pixels
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kItemsPerThread = 4;
+// Depthwise output bytes per work item.
+constexpr int64_t kBandBytes = 16 * 1024;
 
 // The AVX2 micro-kernels exist on x86-64 only (ukernels/*__avx2.cc); elsewhere these stand in.
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,7 +52,7 @@ bool avx2() {
 }
 void f32_nchwc_pointwise__avx2(const ukernels::NchwcPointwise &, int64_t) {}
 void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
-                               float *) {}
+                               int64_t, int64_t, float *) {}
 void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
 void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
 #endif
@@ -105,16 +107,13 @@ Geometry geometry_of(const KernelContext &ctx) {
   return g;
 }
 
-// Pointwise: first output block of each group of up to four (then mb). A rest of 5 goes as 3 + 2
-// rather than 4 + 1 (a one-block tile uses each input broadcast once).
+// Pointwise: first output block of each group, then mb. Groups of up to kNchwcMaxFilters blocks,
+// as even as their count allows (13 blocks: 3 + 3 + 3 + 2 + 2, not a lone block at the end, whose
+// tile uses each input broadcast once).
 std::vector<int64_t> filter_groups(int64_t mb) {
+  const int64_t count = ceil_div(mb, ukernels::kNchwcMaxFilters);
   std::vector<int64_t> first;
-  for (int64_t at = 0; at < mb;) {
-    first.push_back(at);
-    const int64_t rest = mb - at;
-    at += rest == 5 ? 3 : std::min<int64_t>(rest, ukernels::kNchwcMaxFilters);
-  }
-  first.push_back(mb);
+  for (int64_t g = 0; g <= count; ++g) first.push_back(g * mb / count);
   return first;
 }
 
@@ -186,8 +185,8 @@ void pointwise_portable(const ukernels::NchwcPointwise &p, int64_t pixels) {
 }
 
 void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
-                        const float *residual) {
-  for (int64_t i = 0; i < d.oh; ++i)
+                        const float *residual, int64_t row_begin, int64_t row_end) {
+  for (int64_t i = row_begin; i < row_end; ++i)
     for (int64_t j = 0; j < d.ow; ++j) {
       float acc[kBlock];
       for (int l = 0; l < kBlock; ++l) acc[l] = d.bias ? d.bias[l] : 0.0f;
@@ -273,27 +272,33 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   float *y = ctx.output(0).data<float>();
   const int64_t in_plane = g.h * g.w * kBlock, out_plane = g.oh * g.ow * kBlock;
   const int64_t taps = g.kh * g.kw;
-  ctx.pool.parallel_for(g.n * g.cb, 1, [&](int64_t begin, int64_t end) {
+  // Items: bands of output rows of one (image, block), their outputs about kBandBytes, so the
+  // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
+  const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
+  const int64_t bands = ceil_div(g.oh, band);
+  ctx.pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats scratch;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t b = item % g.cb;
+      const int64_t plane = item / bands, b = plane % g.cb;
+      const int64_t row0 = item % bands * band, row1 = std::min(g.oh, row0 + band);
       ukernels::DepthwiseChannels d{};
-      d.x = x + item * in_plane;
+      d.x = x + plane * in_plane;
       d.h = g.h, d.w = g.w, d.pt = g.pt, d.pl = g.pl;
       d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
       d.bias = bias ? bias + b * kBlock : nullptr;
       d.channels = static_cast<int>(kBlock);
-      d.y = y + item * out_plane;
+      d.y = y + plane * out_plane;
       d.oh = g.oh, d.ow = g.ow, d.lo = lo, d.hi = hi;
       const float *wv = packed.data.data() + b * taps * kBlock;
-      const float *z = residual ? residual + item * out_plane : nullptr;
+      const float *z = residual ? residual + plane * out_plane : nullptr;
       if (avx2()) {
         scratch.resize(ukernels::f32_depthwise_scratch(d, kBlock));
-        f32_nchwc_depthwise__avx2(d, wv, z, scratch.data());
+        f32_nchwc_depthwise__avx2(d, wv, z, row0, row1, scratch.data());
       } else {
-        depthwise_portable(d, wv, z);
+        depthwise_portable(d, wv, z, row0, row1);
       }
-      if (!clamp_only) epilogue.apply(d.y, out_plane, nullptr, nullptr);
+      if (!clamp_only)
+        epilogue.apply(d.y + row0 * g.ow * kBlock, (row1 - row0) * g.ow * kBlock, nullptr, nullptr);
     }
   });
 }

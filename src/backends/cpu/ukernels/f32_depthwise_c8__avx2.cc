@@ -129,7 +129,7 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
 // The same taps for a block of the NCHW8c layout: its input rows are already [w][8], so the strip
 // is filled by copies instead of transposes, and the outputs land in place.
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
-                               float *scratch) {
+                               int64_t row_begin, int64_t row_end, float *scratch) {
   const int64_t cols = d.padded_cols();
   const int64_t strip = f32_depthwise_strip(d, kLanes);
   const __m256 zero = _mm256_setzero_ps();
@@ -142,8 +142,8 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
                    : d.kw == 7 ? output_row<7>
                                : output_row<0>;
   float *t = scratch;  // [rows][cols][8]: padded input rows of the strip
-  for (int64_t i0 = 0; i0 < d.oh; i0 += strip) {
-    const int64_t i1 = std::min(d.oh, i0 + strip);
+  for (int64_t i0 = row_begin; i0 < row_end; i0 += strip) {
+    const int64_t i1 = std::min(row_end, i0 + strip);
     const int64_t r0 = i0 * d.sh, rows = d.padded_rows(i1 - i0);
     for (int64_t r = 0; r < rows; ++r) {
       float *trow = t + r * cols * kLanes;

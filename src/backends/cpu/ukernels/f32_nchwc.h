@@ -10,8 +10,10 @@ namespace lumen::ukernels {
 
 inline constexpr int kNchwcBlock = 8;
 // Output blocks one pointwise call computes at most (each tile: 12 accumulators, 12 / filters
-// pixels by `filters` blocks).
-inline constexpr int kNchwcMaxFilters = 4;
+// pixels by `filters` blocks). Three: four blocks by three pixels needs 17 vector registers with
+// the weights held, so the compiler reloads each weight per pixel (MobileNetV2, 2 threads: 3%
+// slower with groups of four).
+inline constexpr int kNchwcMaxFilters = 3;
 
 // Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `in_blocks`
 // input blocks: y[f][q][l] (+)= sum over input channel k of w[k][f][l] * x[k / 8][q][k % 8].
@@ -32,12 +34,13 @@ struct NchwcPointwise {
 };
 void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels);
 
-// A depthwise conv of one channel block: d.x is the block's input [h][w][8], d.y its output
-// [oh][ow][8] (32-byte aligned), wv the weights [kh * kw][8], d.bias the block's 8 biases (or
-// nullptr); residual (or nullptr) is laid out like d.y and added before the clamp. scratch:
-// f32_depthwise_scratch(d, 8) floats, 64-byte aligned. d.channels is ignored (always 8).
+// Output rows [row_begin, row_end) of a depthwise conv of one channel block: d.x is the block's
+// input [h][w][8], d.y its output [oh][ow][8] (32-byte aligned), wv the weights [kh * kw][8],
+// d.bias the block's 8 biases (or nullptr); residual (or nullptr) is laid out like d.y and added
+// before the clamp. scratch: f32_depthwise_scratch(d, 8) floats, 64-byte aligned. d.channels is
+// ignored (always 8).
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
-                               float *scratch);
+                               int64_t row_begin, int64_t row_end, float *scratch);
 
 // 8 channel planes (plane floats apart) of `pixels` pixels -> [pixels][8] (32-byte aligned).
 void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y);

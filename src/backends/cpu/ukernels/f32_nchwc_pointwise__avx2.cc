@@ -1,5 +1,5 @@
 // The NCHW8c pointwise conv (f32_nchwc.h) and the layout's reorders, AVX2. A tile is P pixels by
-// F output blocks in 12 accumulators (F = 4, 3, 2, 1 with P = 3, 4, 6, 12): per input channel, F
+// F output blocks in 12 accumulators (F = 3, 2, 1 with P = 4, 6, 12): per input channel, F
 // weight vectors and P broadcasts of the input serve P * F multiply-adds. The input is read where
 // it lies (the blocked layout needs no packing): a pixel's 8 channels are 32 contiguous bytes.
 #include "backends/cpu/ukernels/f32_nchwc.h"
@@ -75,8 +75,6 @@ void run_pixels(const NchwcPointwise &p, int64_t pixels) {
 
 void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels) {
   switch (p.filters) {
-    case 4:
-      return run_pixels<4, 3>(p, pixels);
     case 3:
       return run_pixels<3, 4>(p, pixels);
     case 2:
