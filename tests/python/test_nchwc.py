@@ -156,12 +156,11 @@ def test_portable_kernels_without_avx2():
     script = textwrap.dedent("""
         import sys
         sys.path.insert(0, {here!r})
-        import numpy as np
-        from test_nchwc import mobile_block_chain, run_both
-        chain, _ = mobile_block_chain(2)
-        compiled, got, want = run_both(chain.model(), 2)
-        assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 10
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+        import test_nchwc as t
+        t.test_mobile_chain_runs_blocked_and_matches_the_reference(2)
+        t.test_residual_inside_the_chain()
+        t.test_large_maps_split_into_bands()
+        t.test_grouped_convs_and_batch_norm_run_blocked()
     """).format(here=os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, LUMEN_CPU_ISA="baseline")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
@@ -201,4 +200,28 @@ def test_large_maps_split_into_bands():
     c.conv(16, kernel=3, group=16, stride=2, pad=1, activation="Tanh")
     compiled, got, want = run_both(c.model(), 1)
     assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 7
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_grouped_convs_and_batch_norm_run_blocked():
+    """Groups of whole blocks (RegNet's 8 channels per group, and 16), any kernel, and a batch
+    norm on its own (a 1x1 depthwise conv after folding) inside the chain."""
+    c = Chain(16, (15, 12), 2)
+    c.conv(32, activation="Relu")
+    c.conv(32, kernel=3, group=4, pad=1, activation="Relu")           # 8 in, 8 out per group
+    c.conv(48, kernel=3, group=2, stride=2, pad=1, dilation=1)        # 16 in, 24 out per group
+    c.conv(48, kernel=5, group=6, pad=4, dilation=2, activation="Sigmoid")
+    rng = np.random.default_rng(7)
+    for name, values in (("scale", rng.uniform(0.5, 1.5, 48)), ("shift", rng.standard_normal(48)),
+                         ("mean", rng.standard_normal(48)), ("var", rng.uniform(0.2, 2.0, 48))):
+        c.inits.append(numpy_helper.from_array(values.astype(np.float32), name))
+    c.nodes.append(helper.make_node("BatchNormalization", [c.last, "scale", "shift", "mean", "var"],
+                                    ["bn"]))
+    c.nodes.append(helper.make_node("Relu", ["bn"], ["bn_relu"]))
+    c.last = "bn_relu"
+    c.conv(16)
+    compiled, got, want = run_both(c.model(), 2)
+    steps = compiled.executable.steps
+    assert [s.op for s in steps].count("nchwc_conv") == 6, [s.op for s in steps]
+    assert sum(s.algorithm == "nchwc_grouped" for s in steps) == 3
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

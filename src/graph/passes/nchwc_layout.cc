@@ -5,9 +5,10 @@
 // (a 1x1 conv as a GEMM packs all of its input every run) and no transposes into and out of
 // vector lanes (a depthwise conv with channels in lanes does two per run).
 //
-// Covered convs: pointwise (1x1, one group, no padding, any stride) and depthwise (one input and
-// one output channel per group, any kernel, stride, padding and dilation), with known channel
-// counts that are multiples of the block, constant weights, float32. Ops that do not care about
+// Covered convs: pointwise (1x1, one group, no padding, any stride), depthwise (one input and
+// one output channel per group) and grouped convs whose groups hold whole blocks (any kernel,
+// stride, padding and dilation for both), with known channel counts that are multiples of the
+// block, constant weights, float32. Ops that do not care about
 // the layout join a chain too, so that it does not break around them: element-wise ops whose
 // operands are single values or images with the output's channels (a squeeze-and-excitation
 // block's Mul by [N, C, 1, 1] broadcasts the same way blocked), concatenation along the channels
@@ -61,7 +62,11 @@ bool covered_conv(const Node *n) {
   const bool pointwise = group == 1 && ws[1] == c && ws[2] == 1 && ws[3] == 1 &&
                          all_zero(n->attrs().get_ints("pads", {0, 0, 0, 0}));
   const bool depthwise = group == c && m == c && ws[1] == 1;
-  return pointwise || depthwise;
+  // Groups of whole blocks (RegNet's 8 channels per group), any kernel. Dense convs (one group)
+  // stay: Winograd and the packed GEMM beat direct taps there.
+  const bool grouped = group > 1 && ws[1] * group == c && ws[1] % kBlock == 0 &&
+                       (m / group) % kBlock == 0 && m % group == 0;
+  return pointwise || depthwise || grouped;
 }
 
 // Whether a covered conv is more than a per-channel affine map (a 1x1 depthwise conv).

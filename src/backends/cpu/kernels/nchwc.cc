@@ -33,6 +33,7 @@ constexpr int64_t kInBlocksPerPass = 16;
 constexpr int64_t kPixelsPerItem = 252;  // 21 tiles of 12 / F pixels
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kItemsPerThread = 4;
+constexpr int64_t kBlocksPerSlice = 16;  // see run_pointwise
 // Depthwise output bytes per work item.
 constexpr int64_t kBandBytes = 16 * 1024;
 
@@ -43,14 +44,14 @@ bool avx2() {
   return yes;
 }
 using ukernels::f32_from_nchw8c__avx2;
+using ukernels::f32_nchwc_conv_tile__avx2;
 using ukernels::f32_nchwc_depthwise__avx2;
-using ukernels::f32_nchwc_pointwise__avx2;
 using ukernels::f32_to_nchw8c__avx2;
 #else
 bool avx2() {
   return false;
 }
-void f32_nchwc_pointwise__avx2(const ukernels::NchwcPointwise &, int64_t) {}
+void f32_nchwc_conv_tile__avx2(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
                                int64_t, int64_t, float *) {}
 void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
@@ -61,6 +62,8 @@ void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
 class AlignedFloats {
  public:
   explicit AlignedFloats(size_t count = 0) { resize(count); }
+  AlignedFloats(const AlignedFloats &) = delete;  // data_ points into storage_
+  AlignedFloats &operator=(const AlignedFloats &) = delete;
   void resize(size_t count) {
     if (count + 16 <= storage_.size()) return;
     storage_.assign(count + 16, 0.0f);
@@ -75,12 +78,23 @@ class AlignedFloats {
   float *data_ = nullptr;
 };
 
+enum class ConvKind { kPointwise, kDepthwise, kGrouped };
+
 struct Geometry {
   int64_t n, cb, h, w;  // input [n, cb, h, w, 8]
   int64_t mb, oh, ow;   // output [n, mb, oh, ow, 8]
   int64_t kh, kw, sh, sw, pt, pl, dh, dw;
-  bool depthwise;
+  int64_t group, cgb, mgb;  // groups, and input and output blocks per group
+  ConvKind kind;
 };
+
+// Pointwise: 1x1, one group, unpadded. Depthwise: one channel per group. Grouped: any other conv
+// whose groups hold whole blocks (a dense conv is one group), any kernel.
+ConvKind kind_of(int64_t group, int64_t c, int64_t m, const Shape &w, bool unpadded) {
+  if (group > 1 && group == c && m == c && w[1] == 1) return ConvKind::kDepthwise;
+  if (group == 1 && w[2] == 1 && w[3] == 1 && unpadded) return ConvKind::kPointwise;
+  return ConvKind::kGrouped;
+}
 
 Geometry geometry_of(const KernelContext &ctx) {
   const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
@@ -96,14 +110,15 @@ Geometry geometry_of(const KernelContext &ctx) {
   g.mb = y[1], g.oh = y[2], g.ow = y[3];
   g.kh = w[2], g.kw = w[3], g.sh = strides.at(0), g.sw = strides.at(1);
   g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
-  g.depthwise = group > 1;
   const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
-  const bool ok = g.depthwise
-                      ? group == g.cb * kBlock && g.mb == g.cb && w[1] == 1
-                      : group == 1 && w[1] == g.cb * kBlock && g.kh == 1 && g.kw == 1 && unpadded;
-  if (!ok)
-    ctx.fail("the CPU kernel runs pointwise (1x1, unpadded) and depthwise convs only; got weight ",
+  g.group = group;
+  g.kind = kind_of(group, g.cb * kBlock, g.mb * kBlock, w, unpadded);
+  const int64_t cg = w[1], mg = group > 0 ? g.mb * kBlock / group : 0;
+  if (g.kind != ConvKind::kDepthwise &&
+      (group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * group != g.cb * kBlock))
+    ctx.fail("the CPU kernel needs whole blocks of ", kBlock, " channels per group; got weight ",
              w.to_string(), ", group ", group);
+  g.cgb = cg / kBlock, g.mgb = mg / kBlock;
   return g;
 }
 
@@ -122,55 +137,74 @@ struct PackedWeights {
   std::vector<int64_t> groups;  // pointwise: filter_groups(mb)
 };
 
-// Pointwise w [M, C, 1, 1] -> per group [C][F][8] (group g at groups[g] * 8 * C); depthwise
-// w [C, 1, kh, kw] -> [C / 8][kh * kw][8].
-std::shared_ptr<PackedWeights> pack(const Tensor &w, bool depthwise) {
+// Depthwise w [C, 1, kh, kw] -> [C / 8][kh * kw][8]. Otherwise w [M, cg, kh, kw] -> per conv
+// group gg and filter group (first, F): [kh * kw][cg][F][8] at (gg * mg + first * 8) * cg * taps.
+std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind) {
   auto packed = std::make_shared<PackedWeights>();
   const float *src = w.data<float>();
-  const int64_t m = w.shape()[0];
+  const int64_t m = w.shape()[0], cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
   packed->data.resize(static_cast<size_t>(w.numel()));
   float *dst = packed->data.data();
-  if (depthwise) {
-    const int64_t taps = w.shape()[2] * w.shape()[3];
+  if (kind == ConvKind::kDepthwise) {
     for (int64_t c = 0; c < m; ++c)
       for (int64_t t = 0; t < taps; ++t)
         dst[((c / kBlock) * taps + t) * kBlock + c % kBlock] = src[c * taps + t];
     return packed;
   }
-  const int64_t c = w.shape()[1];
-  packed->groups = filter_groups(m / kBlock);
-  for (size_t g = 0; g + 1 < packed->groups.size(); ++g) {
-    const int64_t first = packed->groups[g], filters = packed->groups[g + 1] - first;
-    float *group = dst + first * kBlock * c;
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t f = 0; f < filters; ++f)
-        for (int64_t l = 0; l < kBlock; ++l)
-          group[(k * filters + f) * kBlock + l] = src[((first + f) * kBlock + l) * c + k];
-  }
+  const int64_t mg = m / group;
+  packed->groups = filter_groups(mg / kBlock);
+  for (int64_t gg = 0; gg < group; ++gg)
+    for (size_t fg = 0; fg + 1 < packed->groups.size(); ++fg) {
+      const int64_t first = packed->groups[fg], filters = packed->groups[fg + 1] - first;
+      float *out = dst + (gg * mg + first * kBlock) * cg * taps;
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t k = 0; k < cg; ++k)
+          for (int64_t f = 0; f < filters; ++f)
+            for (int64_t l = 0; l < kBlock; ++l)
+              out[((t * cg + k) * filters + f) * kBlock + l] =
+                  src[((gg * mg + (first + f) * kBlock + l) * cg + k) * taps + t];
+    }
   return packed;
+}
+
+ConvKind kind_of_step(const Attributes &attrs, const Shape &x, const Shape &w) {
+  const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
+  const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  const int64_t c = x.rank() == 5 ? x[1] * x[4] : kUnknownDim;
+  return kind_of(attrs.get_int("group", 1), c, w[0], w, unpadded);
 }
 
 std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   const Tensor *w = ctx.constant(1);
-  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
-  const bool depthwise = ctx.attrs.get_int("group", 1) > 1;
-  if (w->shape()[0] % kBlock != 0) return nullptr;
-  ctx.algorithm = depthwise ? "nchwc_depthwise" : "nchwc_pointwise";
-  return pack(*w, depthwise);
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 4 || ctx.input_shapes.empty())
+    return nullptr;
+  const int64_t group = ctx.attrs.get_int("group", 1);
+  const ConvKind kind = kind_of_step(ctx.attrs, ctx.input_shapes[0], w->shape());
+  // The kernel reports shapes it cannot run; the packing only needs whole blocks.
+  if (group < 1 || w->shape()[0] % group != 0 ||
+      (kind != ConvKind::kDepthwise && (w->shape()[0] / group) % kBlock != 0))
+    return nullptr;
+  ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
+                  : kind == ConvKind::kPointwise ? "nchwc_pointwise"
+                                                 : "nchwc_grouped";
+  return pack(*w, group, kind);
 }
 
 // Plain C++ versions of the micro-kernels (f32_nchwc.h), for CPUs without AVX2.
-void pointwise_portable(const ukernels::NchwcPointwise &p, int64_t pixels) {
+void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels) {
   for (int64_t q = 0; q < pixels; ++q)
     for (int f = 0; f < p.filters; ++f) {
       float acc[kBlock];
       float *y = p.y + f * p.y_block_stride + q * kBlock;
       for (int l = 0; l < kBlock; ++l)
         acc[l] = p.accumulate ? y[l] : p.bias ? p.bias[f * kBlock + l] : 0.0f;
-      for (int64_t k = 0; k < p.in_blocks * kBlock; ++k) {
-        const float xv = p.x[(k / kBlock) * p.x_block_stride + q * p.x_pixel_stride + k % kBlock];
-        const float *wk = p.w + (k * p.filters + f) * kBlock;
-        for (int l = 0; l < kBlock; ++l) acc[l] += xv * wk[l];
+      for (int64_t t = 0; t < p.taps; ++t) {
+        const float *x = p.x + (p.tap_offsets ? p.tap_offsets[t] : 0) + q * p.x_pixel_stride;
+        for (int64_t k = 0; k < p.in_blocks * kBlock; ++k) {
+          const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock];
+          const float *wk = p.w + t * p.w_tap_stride + (k * p.filters + f) * kBlock;
+          for (int l = 0; l < kBlock; ++l) acc[l] += xv * wk[l];
+        }
       }
       for (int l = 0; l < kBlock; ++l) {
         float v = acc[l];
@@ -209,6 +243,12 @@ void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
     }
 }
 
+// Work items: (image, run of output pixels, slice of the filter groups). A run's input is read
+// once per pass for all the filter groups of its slice, while it is in L2, and a slice's weights
+// for one pass stay within ~64 KiB (kBlocksPerSlice output blocks). Slices are finer where runs
+// alone would not keep every thread busy (small maps). One group per item, re-reading the input
+// per group, measured the same on MobileNetV2, MNASNet, DenseNet-121 and EfficientNet-B0 (within
+// 1.5%, 2 threads); this order bounds what stays in cache for deep inputs as well.
 void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
                    const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
   const float *x = ctx.input(0).data<float>();
@@ -218,48 +258,54 @@ void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   const int64_t in_plane = g.h * g.w * kBlock, out_pixels = g.oh * g.ow;
   const int64_t out_plane = out_pixels * kBlock, c = g.cb * kBlock;
   const bool flat = g.sh == 1 && g.sw == 1;  // output pixel q reads input pixel q
-  // Items: runs of output pixels (flat) or of whole output rows.
-  const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
-  const int64_t runs_wanted = ceil_div(kItemsPerThread * ctx.pool.size(), g.n * groups);
-  // A multiple of 12 pixels: whole tiles of every filter count (12 / F pixels).
-  const int64_t per_item =
-      std::clamp(ceil_div(out_pixels, runs_wanted * 12) * 12, kMinPixelsPerItem, kPixelsPerItem);
+  const int64_t wanted = kItemsPerThread * ctx.pool.size();
+  // Runs of output pixels (flat) or of whole output rows; a multiple of 12 pixels: whole tiles of
+  // every filter count (12 / F pixels).
+  const int64_t per_item = std::clamp(ceil_div(out_pixels, ceil_div(wanted, g.n) * 12) * 12,
+                                      kMinPixelsPerItem, kPixelsPerItem);
   const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
   const int64_t runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
-  const auto kernel = avx2() ? f32_nchwc_pointwise__avx2 : pointwise_portable;
-  ctx.pool.parallel_for(g.n * groups * runs, 1, [&](int64_t begin, int64_t end) {
+  const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
+  const int64_t slices = std::clamp<int64_t>(
+      std::max(ceil_div(wanted, g.n * runs), ceil_div(g.mb, kBlocksPerSlice)), 1, groups);
+  const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
+  ctx.pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (groups * runs), gi = item / runs % groups, run = item % runs;
-      const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
+      const int64_t n = item / (runs * slices), run = item / slices % runs, slice = item % slices;
+      const int64_t g0 = groups * slice / slices, g1 = groups * (slice + 1) / slices;
       const int64_t q0 = flat ? run * per_item : run * rows_per_item * g.ow;
       const int64_t q1 = flat ? std::min(out_pixels, q0 + per_item)
                               : std::min(g.oh, (run + 1) * rows_per_item) * g.ow;
-      const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
-      ukernels::NchwcPointwise p{};
+      ukernels::NchwcConvTile p{};
       p.x_block_stride = in_plane;
       p.x_pixel_stride = g.sw * kBlock;
-      p.filters = static_cast<int>(filters);
       p.y_block_stride = out_plane;
       p.lo = lo, p.hi = hi;
       for (int64_t k0 = 0; k0 < g.cb; k0 += kInBlocksPerPass) {
         p.in_blocks = std::min(kInBlocksPerPass, g.cb - k0);
-        p.w = packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
-        p.bias = bias ? bias + first * kBlock : nullptr;
         p.accumulate = k0 > 0;
         p.last = k0 + kInBlocksPerPass >= g.cb;
-        // One call per segment of contiguous outputs: the whole run, or each output row.
-        for (int64_t q = q0; q < q1; q += flat ? q1 - q0 : g.ow) {
-          const int64_t pixels = flat ? q1 - q0 : g.ow;
-          const int64_t in_pixel = flat ? q : (q / g.ow) * g.sh * g.w;
-          p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
-          p.y = y + y_offset + (q - q0) * kBlock;
-          p.residual = residual ? residual + y_offset + (q - q0) * kBlock : nullptr;
-          kernel(p, pixels);
+        for (int64_t gi = g0; gi < g1; ++gi) {
+          const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
+          const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
+          p.filters = static_cast<int>(filters);
+          p.w = packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+          p.bias = bias ? bias + first * kBlock : nullptr;
+          // One call per segment of contiguous outputs: the whole run, or each output row.
+          for (int64_t q = q0; q < q1; q += flat ? q1 - q0 : g.ow) {
+            const int64_t pixels = flat ? q1 - q0 : g.ow;
+            const int64_t in_pixel = flat ? q : (q / g.ow) * g.sh * g.w;
+            p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
+            p.y = y + y_offset + (q - q0) * kBlock;
+            p.residual = residual ? residual + y_offset + (q - q0) * kBlock : nullptr;
+            kernel(p, pixels);
+          }
         }
       }
       if (!clamp_only)
-        for (int64_t f = 0; f < filters; ++f)
-          epilogue.apply(y + y_offset + f * out_plane, (q1 - q0) * kBlock, nullptr, nullptr);
+        for (int64_t b = packed.groups[g0]; b < packed.groups[g1]; ++b)
+          epilogue.apply(y + (n * g.mb + b) * out_plane + q0 * kBlock, (q1 - q0) * kBlock, nullptr,
+                         nullptr);
     }
   });
 }
@@ -272,6 +318,32 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   float *y = ctx.output(0).data<float>();
   const int64_t in_plane = g.h * g.w * kBlock, out_plane = g.oh * g.ow * kBlock;
   const int64_t taps = g.kh * g.kw;
+  if (taps == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.h && g.ow == g.w) {
+    // A per-channel affine map (a batch norm folded into a 1x1 depthwise conv): one pass, no
+    // padded copy; y = act(x * w + b + z), lane l of every pixel with channel l's w and b.
+    ctx.pool.parallel_for(
+        g.n * g.cb, std::max<int64_t>(1, 16384 / out_plane), [&](int64_t begin, int64_t end) {
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t b = item % g.cb;
+            const float *w = packed.data.data() + b * kBlock, *src = x + item * in_plane;
+            const float *z = residual ? residual + item * out_plane : nullptr;
+            float *dst = y + item * out_plane;
+            float wl[kBlock], bl[kBlock];
+            for (int64_t l = 0; l < kBlock; ++l)
+              wl[l] = w[l], bl[l] = bias ? bias[b * kBlock + l] : 0;
+            vec::run_best([&]() LUMEN_VEC_INLINE {
+              for (int64_t q = 0; q < out_plane; q += kBlock)
+                for (int64_t l = 0; l < kBlock; ++l) {
+                  float v = src[q + l] * wl[l] + bl[l] + (z ? z[q + l] : 0.0f);
+                  v = v < lo ? lo : v;  // NaN stays NaN
+                  dst[q + l] = v > hi ? hi : v;
+                }
+            });
+            if (!clamp_only) epilogue.apply(dst, out_plane, nullptr, nullptr);
+          }
+        });
+    return;
+  }
   // Items: bands of output rows of one (image, block), their outputs about kBandBytes, so the
   // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
   const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
@@ -303,12 +375,90 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   });
 }
 
+// Grouped (and dense) convs, any kernel: per work item (image, group, filter group, band of output
+// rows), the band's input rows of the group's blocks are copied zero-padded
+// ([block][rows][cols][8]) so that every tap of every output reads inside the copy; then one
+// conv-tile call per output row sums all taps and input blocks.
+void run_grouped(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
+                 const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
+  const float *x = ctx.input(0).data<float>();
+  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
+  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
+  float *y = ctx.output(0).data<float>();
+  const int64_t taps = g.kh * g.kw, cg = g.cgb * kBlock;
+  const int64_t cols = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * kBlock;
+  std::vector<int64_t> tap_offsets;  // from the first tap, in the padded copy
+  for (int64_t a = 0; a < g.kh; ++a)
+    for (int64_t b = 0; b < g.kw; ++b) tap_offsets.push_back((a * g.dh * cols + b * g.dw) * kBlock);
+  const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
+  const int64_t bands = ceil_div(g.oh, band);
+  const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
+  const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
+  ctx.pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
+    thread_local AlignedFloats scratch;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i0 = item % bands * band, i1 = std::min(g.oh, i0 + band);
+      const int64_t fg = item / bands % fgroups, gg = item / (bands * fgroups) % g.group;
+      const int64_t n = item / (bands * fgroups * g.group);
+      const int64_t first = packed.groups[fg], filters = packed.groups[fg + 1] - first;
+      const int64_t rows = (i1 - i0 - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+      const int64_t copy_block = rows * cols * kBlock;
+      scratch.resize(static_cast<size_t>(g.cgb * copy_block));
+      for (int64_t ib = 0; ib < g.cgb; ++ib) {
+        const float *src = x + (n * g.cb + gg * g.cgb + ib) * in_plane;
+        float *dst = scratch.data() + ib * copy_block;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t ir = i0 * g.sh - g.pt + r;
+          for (int64_t col = 0; col < cols; ++col) {
+            const int64_t ic = col - g.pl;
+            float *d = dst + (r * cols + col) * kBlock;
+            if (ir < 0 || ir >= g.h || ic < 0 || ic >= g.w)
+              std::fill(d, d + kBlock, 0.0f);
+            else
+              std::copy_n(src + (ir * g.w + ic) * kBlock, kBlock, d);
+          }
+        }
+      }
+      const int64_t out_block = n * g.mb + gg * g.mgb + first;
+      ukernels::NchwcConvTile p{};
+      p.x_block_stride = copy_block;
+      p.x_pixel_stride = g.sw * kBlock;
+      p.taps = taps;
+      p.tap_offsets = tap_offsets.data();
+      p.w_tap_stride = cg * filters * kBlock;
+      p.filters = static_cast<int>(filters);
+      p.bias = bias ? bias + out_block % g.mb * kBlock : nullptr;
+      p.y_block_stride = out_plane;
+      p.lo = lo, p.hi = hi;
+      const float *w = packed.data.data() + (gg * g.mgb + first) * kBlock * cg * taps;
+      for (int64_t k0 = 0; k0 < g.cgb; k0 += kInBlocksPerPass) {
+        p.in_blocks = std::min(kInBlocksPerPass, g.cgb - k0);
+        p.w = w + k0 * kBlock * filters * kBlock;
+        p.accumulate = k0 > 0;
+        p.last = k0 + kInBlocksPerPass >= g.cgb;
+        for (int64_t i = i0; i < i1; ++i) {
+          p.x = scratch.data() + k0 * copy_block + (i - i0) * g.sh * cols * kBlock;
+          const int64_t at = out_block * out_plane + i * g.ow * kBlock;
+          p.y = y + at;
+          p.residual = residual ? residual + at : nullptr;
+          kernel(p, g.ow);
+        }
+      }
+      if (!clamp_only)
+        for (int64_t f = 0; f < filters; ++f)
+          epilogue.apply(y + (out_block + f) * out_plane + i0 * g.ow * kBlock,
+                         (i1 - i0) * g.ow * kBlock, nullptr, nullptr);
+    }
+  });
+}
+
 void nchwc_conv(KernelContext &ctx) {
   const Geometry g = geometry_of(ctx);
   std::shared_ptr<PackedWeights> owned;
   const auto *packed = static_cast<const PackedWeights *>(ctx.prepared);
   if (!packed) {  // weights not constant, or an eager call
-    owned = pack(ctx.input(1), g.depthwise);
+    owned = pack(ctx.input(1), g.group, g.kind);
     packed = owned.get();
   }
   if (ctx.has_input(3) && ctx.input(3).numel() != ctx.output(0).numel())
@@ -318,10 +468,14 @@ void nchwc_conv(KernelContext &ctx) {
   float lo, hi;
   const bool clamp_only = epilogue.as_clamp(lo, hi);
   if (!clamp_only) lo = -std::numeric_limits<float>::infinity(), hi = -lo;
-  if (g.depthwise)
-    run_depthwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
-  else
-    run_pointwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+  switch (g.kind) {
+    case ConvKind::kDepthwise:
+      return run_depthwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+    case ConvKind::kPointwise:
+      return run_pointwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+    case ConvKind::kGrouped:
+      return run_grouped(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+  }
 }
 
 // [N, C, H, W] <-> [N, C / 8, H, W, 8], one (image, channel block) per work item.

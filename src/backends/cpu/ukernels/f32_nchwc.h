@@ -15,14 +15,19 @@ inline constexpr int kNchwcBlock = 8;
 // slower with groups of four).
 inline constexpr int kNchwcMaxFilters = 3;
 
-// Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `in_blocks`
-// input blocks: y[f][q][l] (+)= sum over input channel k of w[k][f][l] * x[k / 8][q][k % 8].
-struct NchwcPointwise {
-  const float *x;          // input block 0 at the segment's first pixel
+// Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `taps`
+// kernel taps and `in_blocks` input blocks: y[f][q][l] (+)= sum over tap t and input channel k of
+// w[t][k][f][l] * x[k / 8][q + tap t][k % 8]. A pointwise conv has one tap at offset 0; a
+// grouped or dense conv reads a zero-padded copy of its input, so no tap falls outside it.
+struct NchwcConvTile {
+  const float *x;          // input block 0 at the segment's first pixel (its first tap)
   int64_t x_block_stride;  // floats between input blocks
   int64_t x_pixel_stride;  // floats between the inputs of two consecutive outputs (8 * stride)
   int64_t in_blocks;
-  const float *w;          // [in_blocks * 8][filters][8]
+  int64_t taps = 1;
+  const int64_t *tap_offsets = nullptr;  // floats from a pixel's first tap to each; nullptr: {0}
+  const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8][filters][8]
+  int64_t w_tap_stride = 0;
   int filters;             // 1..kNchwcMaxFilters
   const float *bias;       // [filters][8] or nullptr; added unless accumulating
   float *y;                // output block 0 at the segment's first pixel; pixels 8 apart
@@ -32,7 +37,7 @@ struct NchwcPointwise {
   bool last;               // the final slice: add the residual, then clamp to [lo, hi]
   float lo, hi;
 };
-void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels);
+void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels);
 
 // Output rows [row_begin, row_end) of a depthwise conv of one channel block: d.x is the block's
 // input [h][w][8], d.y its output [oh][ow][8] (32-byte aligned), wv the weights [kh * kw][8],

@@ -1,5 +1,5 @@
-// The NCHW8c pointwise conv (f32_nchwc.h) and the layout's reorders, AVX2. A tile is P pixels by
-// F output blocks in 12 accumulators (F = 3, 2, 1 with P = 4, 6, 12): per input channel, F
+// The NCHW8c conv tiles (f32_nchwc.h) and the layout's reorders, AVX2. A tile is P pixels by F
+// output blocks in 12 accumulators (F = 3, 2, 1 with P = 4, 6, 12): per tap and input channel, F
 // weight vectors and P broadcasts of the input serve P * F multiply-adds. The input is read where
 // it lies (the blocked layout needs no packing): a pixel's 8 channels are 32 contiguous bytes.
 #include "backends/cpu/ukernels/f32_nchwc.h"
@@ -17,7 +17,7 @@ namespace {
 constexpr int kLanes = kNchwcBlock;
 
 template <int F, int P>
-inline void tile(const NchwcPointwise &p, const float *x, float *y, const float *residual) {
+inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *residual) {
   __m256 acc[P][F];
   for (int f = 0; f < F; ++f) {
     const __m256 init = p.accumulate ? _mm256_setzero_ps()
@@ -26,15 +26,18 @@ inline void tile(const NchwcPointwise &p, const float *x, float *y, const float 
     for (int r = 0; r < P; ++r)
       acc[r][f] = p.accumulate ? _mm256_load_ps(y + f * p.y_block_stride + r * kLanes) : init;
   }
-  const float *w = p.w;
-  for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
-    const float *xb = x + cb * p.x_block_stride;
-    for (int c = 0; c < kLanes; ++c, w += F * kLanes) {
-      __m256 wv[F];
-      for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
-      for (int r = 0; r < P; ++r) {
-        const __m256 xv = _mm256_broadcast_ss(xb + r * p.x_pixel_stride + c);
-        for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
+  for (int64_t t = 0; t < p.taps; ++t) {
+    const float *w = p.w + t * p.w_tap_stride;
+    const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
+    for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+      const float *xb = xt + cb * p.x_block_stride;
+      for (int c = 0; c < kLanes; ++c, w += F * kLanes) {
+        __m256 wv[F];
+        for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
+        for (int r = 0; r < P; ++r) {
+          const __m256 xv = _mm256_broadcast_ss(xb + r * p.x_pixel_stride + c);
+          for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
+        }
       }
     }
   }
@@ -53,7 +56,7 @@ inline void tile(const NchwcPointwise &p, const float *x, float *y, const float 
 
 // Whole tiles of P pixels, then the rest with smaller tiles.
 template <int F, int P>
-void run_pixels(const NchwcPointwise &p, int64_t pixels) {
+void run_pixels(const NchwcConvTile &p, int64_t pixels) {
   const float *x = p.x;
   float *y = p.y;
   const float *residual = p.last ? p.residual : nullptr;
@@ -63,7 +66,7 @@ void run_pixels(const NchwcPointwise &p, int64_t pixels) {
                residual ? residual + q * kLanes : nullptr);
   if constexpr (P > 1) {
     if (q < pixels) {
-      NchwcPointwise rest = p;
+      NchwcConvTile rest = p;
       rest.x = x + q * p.x_pixel_stride, rest.y = y + q * kLanes;
       rest.residual = residual ? residual + q * kLanes : nullptr;
       run_pixels<F, P - 1>(rest, pixels - q);
@@ -73,7 +76,7 @@ void run_pixels(const NchwcPointwise &p, int64_t pixels) {
 
 }  // namespace
 
-void f32_nchwc_pointwise__avx2(const NchwcPointwise &p, int64_t pixels) {
+void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels) {
   switch (p.filters) {
     case 3:
       return run_pixels<3, 4>(p, pixels);
