@@ -637,7 +637,8 @@ TEST(FusionPipeline, TransformerMlpIsTwoFusedMatmuls) {
 }
 
 // nchwc_layout: a pointwise -> depthwise -> pointwise chain (with a residual) runs blocked, with
-// one layout change in and one out; a lone conv, channels off the block and dense 3x3 convs stay.
+// one layout change in and one out; a lone conv, a chain of 1x1 convs only and dense 3x3 convs
+// stay.
 TEST(NchwcLayoutPass, BlocksAChainOfPointwiseAndDepthwiseConvs) {
   Graph g;
   Value *x = g.add_input("x", {2, 16, 9, 7});
@@ -665,6 +666,14 @@ TEST(NchwcLayoutPass, BlocksAChainOfPointwiseAndDepthwiseConvs) {
   Value *lx = lone.add_input("x", {1, 16, 5, 5});
   lone.mark_output(lone.add_op("conv2d", {lx, constant(lone, "w", {24, 16, 1, 1}, 8)}, {}));
   run_pass(*make_nchwc_layout(), lone, /*changed=*/false);
+
+  // Two 1x1 convs with no spatial conv between them stay too.
+  Graph pointwise;
+  Value *px = pointwise.add_input("x", {1, 16, 5, 5});
+  Value *p1 = pointwise.add_op("conv2d", {px, constant(pointwise, "w1", {24, 16, 1, 1}, 9)}, {});
+  pointwise.mark_output(
+      pointwise.add_op("conv2d", {p1, constant(pointwise, "w2", {16, 24, 1, 1}, 10)}, {}));
+  run_pass(*make_nchwc_layout(), pointwise, /*changed=*/false);
 }
 
 }  // namespace

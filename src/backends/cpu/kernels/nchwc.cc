@@ -328,16 +328,21 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
             const float *w = packed.data.data() + b * kBlock, *src = x + item * in_plane;
             const float *z = residual ? residual + item * out_plane : nullptr;
             float *dst = y + item * out_plane;
-            float wl[kBlock], bl[kBlock];
-            for (int64_t l = 0; l < kBlock; ++l)
-              wl[l] = w[l], bl[l] = bias ? bias[b * kBlock + l] : 0;
+            // w and b repeated over a tile of pixels, so the loop walks whole vectors of both.
+            constexpr int64_t kTile = 8 * kBlock;
+            float wt[kTile], bt[kTile];
+            for (int64_t i = 0; i < kTile; ++i)
+              wt[i] = w[i % kBlock], bt[i] = bias ? bias[b * kBlock + i % kBlock] : 0.0f;
             vec::run_best([&]() LUMEN_VEC_INLINE {
-              for (int64_t q = 0; q < out_plane; q += kBlock)
-                for (int64_t l = 0; l < kBlock; ++l) {
-                  float v = src[q + l] * wl[l] + bl[l] + (z ? z[q + l] : 0.0f);
+              for (int64_t q = 0; q < out_plane; q += kTile) {
+                const int64_t len = std::min(kTile, out_plane - q);
+                for (int64_t i = 0; i < len; ++i) {
+                  float v = src[q + i] * wt[i] + bt[i];
+                  if (z) v += z[q + i];
                   v = v < lo ? lo : v;  // NaN stays NaN
-                  dst[q + l] = v > hi ? hi : v;
+                  dst[q + i] = v > hi ? hi : v;
                 }
+              }
             });
             if (!clamp_only) epilogue.apply(dst, out_plane, nullptr, nullptr);
           }
