@@ -151,12 +151,17 @@ class NchwcLayout final : public Pass {
         if (in && in->producer() && chains.has(in->producer())) chains.join(n, in->producer());
       }
     }
-    std::map<Node *, int> real_convs;  // per chain
-    std::map<Node *, bool> spatial;    // per chain
+    struct Worth {
+      int real_convs = 0;
+      bool spatial = false;
+      bool enough() const { return real_convs >= 2 && spatial; }
+    };
+    std::map<Node *, Worth> worth;  // per chain root
     for (Node *n : order)
       if (chains.has(n) && covered_conv(n)) {
-        real_convs[chains.root(n)] += does_real_work(n);
-        spatial[chains.root(n)] = spatial[chains.root(n)] || is_spatial(n);
+        Worth &w = worth[chains.root(n)];
+        w.real_convs += does_real_work(n);
+        w.spatial = w.spatial || is_spatial(n);
       }
 
     std::map<const Value *, Value *> blocked;  // plain value -> its blocked twin
@@ -168,7 +173,7 @@ class NchwcLayout final : public Pass {
     };
     bool changed = false;
     for (Node *n : order) {
-      if (!chains.has(n) || real_convs[chains.root(n)] < 2 || !spatial[chains.root(n)]) continue;
+      if (!chains.has(n) || !worth[chains.root(n)].enough()) continue;
       Value *y = nullptr;
       const std::string name = graph.fresh_name(n->name());
       if (covered_conv(n)) {

@@ -61,6 +61,14 @@ void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t k
     outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
 }
 
+// output_row for kernels kw wide: 3, 5 and 7 unrolled.
+auto output_row_for(int64_t kw) {
+  return kw == 3   ? output_row<3>
+         : kw == 5 ? output_row<5>
+         : kw == 7 ? output_row<7>
+                   : output_row<0>;
+}
+
 }  // namespace
 
 void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
@@ -114,11 +122,8 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
             if (k < c1 - c0 - ic) _mm256_store_ps(dst + k * kLanes, v[k]);
       }
     }
-    // The taps, row by row; 3, 5 and 7 wide kernels unrolled.
-    const auto row = d.kw == 3   ? output_row<3>
-                     : d.kw == 5 ? output_row<5>
-                     : d.kw == 7 ? output_row<7>
-                                 : output_row<0>;
+    // The taps, row by row.
+    const auto row = output_row_for(d.kw);
     for (int64_t i = i0; i < i1; ++i)
       row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
           o + (i - i0) * d.ow * kLanes);
@@ -137,10 +142,7 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
   const __m256 lo = _mm256_set1_ps(d.lo), hi = _mm256_set1_ps(d.hi);
   const int64_t step = d.sw * kLanes, row_step = d.dh * cols * kLanes, col_step = d.dw * kLanes;
   const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
-  const auto row = d.kw == 3   ? output_row<3>
-                   : d.kw == 5 ? output_row<5>
-                   : d.kw == 7 ? output_row<7>
-                               : output_row<0>;
+  const auto row = output_row_for(d.kw);
   float *t = scratch;  // [rows][cols][8]: padded input rows of the strip
   for (int64_t i0 = row_begin; i0 < row_end; i0 += strip) {
     const int64_t i1 = std::min(row_end, i0 + strip);
