@@ -16,8 +16,9 @@
 // through their inputs.
 //
 // A chain changes layout when it holds two convs that do real work, one of them spatial (a
-// depthwise or grouped conv with more than one tap): there the blocked kernels win clearly (in-
-// process A/B at 2 threads: MNASNet 0.80x, MobileNetV2 0.83x, EfficientNet-B0 0.83x the time).
+// depthwise or grouped conv with more than one tap): there the blocked kernels win (in-process
+// A/B at 2 threads: MNASNet 0.78-0.81x, MobileNetV2 0.83-0.93x, RegNet-Y 0.91x, EfficientNet-B0
+// 0.91-0.96x the time).
 // Chains of 1x1 convs alone stay as they are: the blocked pointwise kernel only matched the
 // packed GEMM on DenseNet-121's 128 -> 1024-channel 1x1 convs, so the layout changes around its
 // dense 3x3 convs made the model 2-5% slower; a 1x1 depthwise conv (a batch norm folded into one)
