@@ -1,12 +1,16 @@
 // CPU kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc), float32, block 8.
 //
-// nchwc_conv, pointwise: the weights are packed once into groups of up to three output blocks,
-// [C][F][8] per group; a work item is (image, group, run of output pixels), which the micro-kernel
-// walks in tiles of 12 / F pixels, summing 16 input blocks per pass (the group's weights for those,
-// 12 KiB at most, stay in L1) into the output tile. Depthwise: one work item per (image, channel
-// block), the taps of every output one vector multiply-add each (f32_nchwc.h). Activations that
-// are clamps (relu, clip) are applied in registers, the others over each work item's output right
-// after it, while it is in cache. Without AVX2 the same loops run as plain C++.
+// nchwc_conv, three kinds, one conv-tile micro-kernel (f32_nchwc.h) for two of them:
+// - pointwise: weights packed once into groups of up to three output blocks, [C][F][8] per group;
+//   a work item is (image, run of output pixels, slice of the groups), walked in tiles of 12 / F
+//   pixels, 16 input blocks per pass, reading the blocked input where it lies;
+// - grouped (groups of whole blocks, any kernel): per (image, group, filter group, band of rows),
+//   a zero-padded copy of the band's input rows, then the tile sums every tap;
+// - depthwise: per (image, channel block, band of rows), each output's taps one vector
+//   multiply-add each; a 1x1 depthwise conv is one affine pass.
+// Activations that are clamps (relu, clip) are applied in registers, the others over each work
+// item's output right after it, while it is in cache. Without AVX2 the same loops run as plain
+// C++.
 //
 // to_nchwc / from_nchwc: 8x8 transposes, one work item per (image, channel block).
 #include <algorithm>
