@@ -225,3 +225,31 @@ def test_grouped_convs_and_batch_norm_run_blocked():
     assert [s.op for s in steps].count("nchwc_conv") == 6, [s.op for s in steps]
     assert sum(s.algorithm == "nchwc_grouped" for s in steps) == 3
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_geometries(seed):
+    """Random maps (down to 1x1), kernels, strides, paddings and dilations (taps past every edge,
+    kernels larger than the map) through pointwise -> depthwise -> grouped -> pointwise."""
+    rng = np.random.default_rng(1000 + seed)
+    h, w = (int(v) for v in rng.integers(1, 20, 2))
+    c_in, mid = 8 * int(rng.integers(1, 4)), 8 * int(rng.integers(1, 6))
+    c = Chain(c_in, (h, w), int(rng.integers(1, 4)))
+    c.conv(mid, activation="Relu")
+    depthwise_taps = 1
+    for grouped in (False, True):
+        k = int(rng.integers(1, 8))
+        stride, dilation, pad = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        size = c.size
+        out = [(s + 2 * pad - dilation * (k - 1) - 1) // stride + 1 for s in size]
+        if min(out) < 1:  # this kernel does not fit: a 1x1 one instead
+            k, pad, out = 1, 0, [(s - 1) // stride + 1 for s in size]
+        c.conv(mid, kernel=k, group=mid // 8 if grouped else mid, stride=stride, pad=pad,
+               dilation=dilation, activation="HardSwish" if grouped else "Relu")
+        c.size = tuple(out)
+        depthwise_taps = depthwise_taps if grouped else k * k
+    c.conv(16, activation="Sigmoid")
+    compiled, got, want = run_both(c.model(), c.batch)
+    if depthwise_taps > 1:  # a spatial conv: the chain runs blocked
+        assert "nchwc_conv" in [s.op for s in compiled.executable.steps]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
