@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/ukernels/f32_depthwise.h"
 #include "core/cpu_isa.h"
 
@@ -338,7 +339,7 @@ void channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
   const bool clamp_in_kernel = !avx512_3x3 && !residual && epilogue.as_clamp(lo, hi);
   const bool has_epilogue = !clamp_in_kernel && (residual || epilogue.has_activation());
   pool.parallel_for(p.n * blocks, 1, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scratch;
+    thread_local cpu::AlignedFloats scratch;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / blocks, c0 = item % blocks * lanes;
       const int channels = static_cast<int>(std::min<int64_t>(lanes, p.c - c0));
@@ -362,9 +363,8 @@ void channels_in_lanes(ThreadPool &pool, const ConvParams &p, const float *x, co
                                           .ow = p.ow,
                                           .lo = clamp_in_kernel ? lo : -INFINITY,
                                           .hi = clamp_in_kernel ? hi : INFINITY};
-      scratch.resize(ukernels::f32_depthwise_scratch(d, lanes) + 16);
-      const auto address = reinterpret_cast<uintptr_t>(scratch.data());
-      float *aligned = scratch.data() + ((64 - address % 64) % 64) / sizeof(float);
+      scratch.resize(ukernels::f32_depthwise_scratch(d, lanes));
+      float *aligned = scratch.data();
       if (avx512_3x3)
         ukernels::f32_depthwise3x3_c16__avx512(d, aligned);
       else

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/common/epilogue.h"
+#include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/kernels/conv_params.h"
 #include "backends/cpu/ukernels/f32_nchwc.h"
 #include "core/cpu_isa.h"
@@ -62,25 +63,7 @@ void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
 void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
 #endif
 
-// 64-byte aligned floats (vector loads of packed weights and scratch).
-class AlignedFloats {
- public:
-  explicit AlignedFloats(size_t count = 0) { resize(count); }
-  AlignedFloats(const AlignedFloats &) = delete;  // data_ points into storage_
-  AlignedFloats &operator=(const AlignedFloats &) = delete;
-  void resize(size_t count) {
-    if (count + 16 <= storage_.size()) return;
-    storage_.assign(count + 16, 0.0f);
-    const auto address = reinterpret_cast<uintptr_t>(storage_.data());
-    data_ = storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
-  }
-  float *data() { return data_; }
-  const float *data() const { return data_; }
-
- private:
-  std::vector<float> storage_;
-  float *data_ = nullptr;
-};
+using cpu::AlignedFloats;
 
 enum class ConvKind { kPointwise, kDepthwise, kGrouped };
 
@@ -92,10 +75,15 @@ struct Geometry {
   ConvKind kind;
 };
 
-// Pointwise: 1x1, one group, unpadded. Depthwise: one channel per group. Grouped: any other conv
-// whose groups hold whole blocks (a dense conv is one group), any kernel.
-ConvKind kind_of(int64_t group, int64_t c, int64_t m, const Shape &w, bool unpadded) {
-  if (group > 1 && group == c && m == c && w[1] == 1) return ConvKind::kDepthwise;
+// The kind of a step with blocked input shape x and weight shape w. Pointwise: 1x1, one group,
+// unpadded. Depthwise: one channel per group. Grouped: any other conv whose groups hold whole
+// blocks (a dense conv is one group), any kernel.
+ConvKind kind_of(const Attributes &attrs, const Shape &x, const Shape &w) {
+  const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
+  const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  const int64_t group = attrs.get_int("group", 1);
+  const int64_t c = x.rank() == 5 ? x[1] * x[4] : kUnknownDim;
+  if (group > 1 && group == c && w[0] == c && w[1] == 1) return ConvKind::kDepthwise;
   if (group == 1 && w[2] == 1 && w[3] == 1 && unpadded) return ConvKind::kPointwise;
   return ConvKind::kGrouped;
 }
@@ -114,9 +102,8 @@ Geometry geometry_of(const KernelContext &ctx) {
   g.mb = y[1], g.oh = y[2], g.ow = y[3];
   g.kh = w[2], g.kw = w[3], g.sh = strides.at(0), g.sw = strides.at(1);
   g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
-  const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
   g.group = group;
-  g.kind = kind_of(group, g.cb * kBlock, g.mb * kBlock, w, unpadded);
+  g.kind = kind_of(ctx.attrs, x, w);
   const int64_t cg = w[1], mg = group > 0 ? g.mb * kBlock / group : 0;
   if (g.kind != ConvKind::kDepthwise &&
       (group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * group != g.cb * kBlock))
@@ -171,19 +158,12 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
   return packed;
 }
 
-ConvKind kind_of_step(const Attributes &attrs, const Shape &x, const Shape &w) {
-  const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
-  const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
-  const int64_t c = x.rank() == 5 ? x[1] * x[4] : kUnknownDim;
-  return kind_of(attrs.get_int("group", 1), c, w[0], w, unpadded);
-}
-
 std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   const Tensor *w = ctx.constant(1);
   if (!w || w->dtype() != DType::Float32 || w->rank() != 4 || ctx.input_shapes.empty())
     return nullptr;
   const int64_t group = ctx.attrs.get_int("group", 1);
-  const ConvKind kind = kind_of_step(ctx.attrs, ctx.input_shapes[0], w->shape());
+  const ConvKind kind = kind_of(ctx.attrs, ctx.input_shapes[0], w->shape());
   // The kernel reports shapes it cannot run; the packing only needs whole blocks.
   if (group < 1 || w->shape()[0] % group != 0 ||
       (kind != ConvKind::kDepthwise && (w->shape()[0] / group) % kBlock != 0))
@@ -193,6 +173,15 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
                                                  : "nchwc_grouped";
   return pack(*w, group, kind);
 }
+
+// A step's tensors, and how its outputs are finished.
+struct ConvRun {
+  const float *x, *bias, *residual;  // bias and residual: nullptr when absent
+  float *y;
+  const Epilogue<float> &epilogue;
+  float lo = 0, hi = 0;     // the clamp applied in registers: +-inf unless clamp_only
+  bool clamp_only = false;  // the activation is that clamp; otherwise epilogue finishes each item
+};
 
 // Plain C++ versions of the micro-kernels (f32_nchwc.h), for CPUs without AVX2.
 void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels) {
@@ -253,16 +242,14 @@ void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
 // alone would not keep every thread busy (small maps). One group per item, re-reading the input
 // per group, measured the same on MobileNetV2, MNASNet, DenseNet-121 and EfficientNet-B0 (within
 // 1.5%, 2 threads); this order bounds what stays in cache for deep inputs as well.
-void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
-                   const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
-  const float *x = ctx.input(0).data<float>();
-  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
-  float *y = ctx.output(0).data<float>();
+void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
+                   const ConvRun &r) {
+  const float *x = r.x, *bias = r.bias, *residual = r.residual;
+  float *y = r.y;
   const int64_t in_plane = g.h * g.w * kBlock, out_pixels = g.oh * g.ow;
   const int64_t out_plane = out_pixels * kBlock, c = g.cb * kBlock;
   const bool flat = g.sh == 1 && g.sw == 1;  // output pixel q reads input pixel q
-  const int64_t wanted = kItemsPerThread * ctx.pool.size();
+  const int64_t wanted = kItemsPerThread * pool.size();
   // Runs of output pixels (flat) or of whole output rows; a multiple of 12 pixels: whole tiles of
   // every filter count (12 / F pixels).
   const int64_t per_item = std::clamp(ceil_div(out_pixels, ceil_div(wanted, g.n) * 12) * 12,
@@ -273,7 +260,7 @@ void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   const int64_t slices = std::clamp<int64_t>(
       std::max(ceil_div(wanted, g.n * runs), ceil_div(g.mb, kBlocksPerSlice)), 1, groups);
   const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
-  ctx.pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (runs * slices), run = item / slices % runs, slice = item % slices;
       const int64_t g0 = groups * slice / slices, g1 = groups * (slice + 1) / slices;
@@ -284,7 +271,7 @@ void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
       p.x_block_stride = in_plane;
       p.x_pixel_stride = g.sw * kBlock;
       p.y_block_stride = out_plane;
-      p.lo = lo, p.hi = hi;
+      p.lo = r.lo, p.hi = r.hi;
       for (int64_t k0 = 0; k0 < g.cb; k0 += kInBlocksPerPass) {
         p.in_blocks = std::min(kInBlocksPerPass, g.cb - k0);
         p.accumulate = k0 > 0;
@@ -306,26 +293,24 @@ void run_pointwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
           }
         }
       }
-      if (!clamp_only)
+      if (!r.clamp_only)
         for (int64_t b = packed.groups[g0]; b < packed.groups[g1]; ++b)
-          epilogue.apply(y + (n * g.mb + b) * out_plane + q0 * kBlock, (q1 - q0) * kBlock, nullptr,
-                         nullptr);
+          r.epilogue.apply(y + (n * g.mb + b) * out_plane + q0 * kBlock, (q1 - q0) * kBlock,
+                           nullptr, nullptr);
     }
   });
 }
 
-void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
-                   const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
-  const float *x = ctx.input(0).data<float>();
-  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
-  float *y = ctx.output(0).data<float>();
+void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
+                   const ConvRun &r) {
+  const float *x = r.x, *bias = r.bias, *residual = r.residual;
+  float *y = r.y;
   const int64_t in_plane = g.h * g.w * kBlock, out_plane = g.oh * g.ow * kBlock;
   const int64_t taps = g.kh * g.kw;
   if (taps == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.h && g.ow == g.w) {
     // A per-channel affine map (a batch norm folded into a 1x1 depthwise conv): one pass, no
     // padded copy; y = act(x * w + b + z), lane l of every pixel with channel l's w and b.
-    ctx.pool.parallel_for(
+    pool.parallel_for(
         g.n * g.cb, std::max<int64_t>(1, 16384 / out_plane), [&](int64_t begin, int64_t end) {
           for (int64_t item = begin; item < end; ++item) {
             const int64_t b = item % g.cb;
@@ -343,12 +328,12 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
                 for (int64_t i = 0; i < len; ++i) {
                   float v = src[q + i] * wt[i] + bt[i];
                   if (z) v += z[q + i];
-                  v = v < lo ? lo : v;  // NaN stays NaN
-                  dst[q + i] = v > hi ? hi : v;
+                  v = v < r.lo ? r.lo : v;  // NaN stays NaN
+                  dst[q + i] = v > r.hi ? r.hi : v;
                 }
               }
             });
-            if (!clamp_only) epilogue.apply(dst, out_plane, nullptr, nullptr);
+            if (!r.clamp_only) r.epilogue.apply(dst, out_plane, nullptr, nullptr);
           }
         });
     return;
@@ -357,7 +342,7 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
   // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
   const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
   const int64_t bands = ceil_div(g.oh, band);
-  ctx.pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats scratch;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t plane = item / bands, b = plane % g.cb;
@@ -369,7 +354,7 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
       d.bias = bias ? bias + b * kBlock : nullptr;
       d.channels = static_cast<int>(kBlock);
       d.y = y + plane * out_plane;
-      d.oh = g.oh, d.ow = g.ow, d.lo = lo, d.hi = hi;
+      d.oh = g.oh, d.ow = g.ow, d.lo = r.lo, d.hi = r.hi;
       const float *wv = packed.data.data() + b * taps * kBlock;
       const float *z = residual ? residual + plane * out_plane : nullptr;
       if (avx2()) {
@@ -378,8 +363,9 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
       } else {
         depthwise_portable(d, wv, z, row0, row1);
       }
-      if (!clamp_only)
-        epilogue.apply(d.y + row0 * g.ow * kBlock, (row1 - row0) * g.ow * kBlock, nullptr, nullptr);
+      if (!r.clamp_only)
+        r.epilogue.apply(d.y + row0 * g.ow * kBlock, (row1 - row0) * g.ow * kBlock, nullptr,
+                         nullptr);
     }
   });
 }
@@ -388,12 +374,10 @@ void run_depthwise(KernelContext &ctx, const Geometry &g, const PackedWeights &p
 // rows), the band's input rows of the group's blocks are copied zero-padded
 // ([block][rows][cols][8]) so that every tap of every output reads inside the copy; then one
 // conv-tile call per output row sums all taps and input blocks.
-void run_grouped(KernelContext &ctx, const Geometry &g, const PackedWeights &packed,
-                 const Epilogue<float> &epilogue, float lo, float hi, bool clamp_only) {
-  const float *x = ctx.input(0).data<float>();
-  const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
-  const float *residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr;
-  float *y = ctx.output(0).data<float>();
+void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
+                 const ConvRun &r) {
+  const float *x = r.x, *bias = r.bias, *residual = r.residual;
+  float *y = r.y;
   const int64_t taps = g.kh * g.kw, cg = g.cgb * kBlock;
   const int64_t cols = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
   const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * kBlock;
@@ -404,7 +388,7 @@ void run_grouped(KernelContext &ctx, const Geometry &g, const PackedWeights &pac
   const int64_t bands = ceil_div(g.oh, band);
   const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
   const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
-  ctx.pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats scratch;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t i0 = item % bands * band, i1 = std::min(g.oh, i0 + band);
@@ -439,7 +423,7 @@ void run_grouped(KernelContext &ctx, const Geometry &g, const PackedWeights &pac
       p.filters = static_cast<int>(filters);
       p.bias = bias ? bias + out_block % g.mb * kBlock : nullptr;
       p.y_block_stride = out_plane;
-      p.lo = lo, p.hi = hi;
+      p.lo = r.lo, p.hi = r.hi;
       const float *w = packed.data.data() + (gg * g.mgb + first) * kBlock * cg * taps;
       for (int64_t k0 = 0; k0 < g.cgb; k0 += kInBlocksPerPass) {
         p.in_blocks = std::min(kInBlocksPerPass, g.cgb - k0);
@@ -454,10 +438,10 @@ void run_grouped(KernelContext &ctx, const Geometry &g, const PackedWeights &pac
           kernel(p, g.ow);
         }
       }
-      if (!clamp_only)
+      if (!r.clamp_only)
         for (int64_t f = 0; f < filters; ++f)
-          epilogue.apply(y + (out_block + f) * out_plane + i0 * g.ow * kBlock,
-                         (i1 - i0) * g.ow * kBlock, nullptr, nullptr);
+          r.epilogue.apply(y + (out_block + f) * out_plane + i0 * g.ow * kBlock,
+                           (i1 - i0) * g.ow * kBlock, nullptr, nullptr);
     }
   });
 }
@@ -474,16 +458,20 @@ void nchwc_conv(KernelContext &ctx) {
     ctx.fail("residual z ", ctx.input(3).shape().to_string(), " does not match the output ",
              ctx.output(0).shape().to_string());
   const Epilogue<float> epilogue(ctx);
-  float lo, hi;
-  const bool clamp_only = epilogue.as_clamp(lo, hi);
-  if (!clamp_only) lo = -std::numeric_limits<float>::infinity(), hi = -lo;
+  ConvRun r{.x = ctx.input(0).data<float>(),
+            .bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr,
+            .residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr,
+            .y = ctx.output(0).data<float>(),
+            .epilogue = epilogue};
+  r.clamp_only = epilogue.as_clamp(r.lo, r.hi);
+  if (!r.clamp_only) r.lo = -std::numeric_limits<float>::infinity(), r.hi = -r.lo;
   switch (g.kind) {
     case ConvKind::kDepthwise:
-      return run_depthwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+      return run_depthwise(ctx.pool, g, *packed, r);
     case ConvKind::kPointwise:
-      return run_pointwise(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+      return run_pointwise(ctx.pool, g, *packed, r);
     case ConvKind::kGrouped:
-      return run_grouped(ctx, g, *packed, epilogue, lo, hi, clamp_only);
+      return run_grouped(ctx.pool, g, *packed, r);
   }
 }
 
