@@ -61,6 +61,17 @@ void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t k
     outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
 }
 
+// Zeros the parts of padded strip row `trow` (cols positions) that no input reaches: all of it for
+// input row ir outside the plane, else the columns outside [c0, c1). False for an outside row.
+inline bool zero_padding(const DepthwiseChannels &d, int64_t ir, float *trow, int64_t cols,
+                         int64_t c0, int64_t c1) {
+  const __m256 zero = _mm256_setzero_ps();
+  const bool inside = ir >= 0 && ir < d.h;
+  for (int64_t c = 0; c < (inside ? c0 : cols); ++c) _mm256_store_ps(trow + c * kLanes, zero);
+  for (int64_t c = inside ? c1 : cols; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+  return inside;
+}
+
 // output_row for kernels kw wide: 3, 5 and 7 unrolled.
 auto output_row_for(int64_t kw) {
   return kw == 3   ? output_row<3>
@@ -95,13 +106,8 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
     for (int64_t r = 0; r < rows; ++r) {
       float *trow = t + r * cols * kLanes;
       const int64_t ir = r0 + r - d.pt;
-      if (ir < 0 || ir >= d.h) {
-        for (int64_t c = 0; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
-        continue;
-      }
       const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
-      for (int64_t c = 0; c < c0; ++c) _mm256_store_ps(trow + c * kLanes, zero);
-      for (int64_t c = c1; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+      if (!zero_padding(d, ir, trow, cols, c0, c1)) continue;
       const float *xrow = d.x + ir * d.w;
       for (int64_t ic = 0; ic < c1 - c0; ic += kLanes) {
         const bool full = c1 - c0 - ic >= kLanes;
@@ -174,12 +180,7 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
       for (int64_t r = 0; r < rows; ++r) {
         float *trow = scratch + r * cols * kLanes;
         const int64_t ir = top + r;
-        if (ir < 0 || ir >= d.h) {
-          for (int64_t c = 0; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
-          continue;
-        }
-        for (int64_t c = 0; c < c0; ++c) _mm256_store_ps(trow + c * kLanes, zero);
-        for (int64_t c = c1; c < cols; ++c) _mm256_store_ps(trow + c * kLanes, zero);
+        if (!zero_padding(d, ir, trow, cols, c0, c1)) continue;
         const float *xrow = d.x + (ir * d.w + c0 - d.pl) * kLanes;
         for (int64_t c = c0; c < c1; ++c)
           _mm256_store_ps(trow + c * kLanes, _mm256_loadu_ps(xrow + (c - c0) * kLanes));
