@@ -71,6 +71,15 @@ bool row_broadcast(const Shape &a, const Shape &b, const Shape &y, RowBroadcast 
 template <class T>
 constexpr bool kVectorizes = std::is_arithmetic_v<T>;
 
+// Runs `body` compiled for the best vector ISA where f over these dtypes vectorizes.
+template <class F, class TA, class TB, class Body>
+void run_vectorized(Body &body) {
+  if constexpr (kVectorizes<TA> && kVectorizes<TB> && !std::is_same_v<F, bin::Pow>)
+    vec::run_best(body);
+  else
+    body();
+}
+
 // TA is the dtype of input 0 and of the output; TB the dtype of input 1 (differs only for pow).
 template <class F, class TA, class TB>
 void binary_typed(KernelContext &ctx) {
@@ -137,10 +146,7 @@ void binary_typed(KernelContext &ctx) {
               r = stop;
             }
           };
-          if constexpr (kVectorizes<TA> && kVectorizes<TB> && !std::is_same_v<F, bin::Pow>)
-            vec::run_best(body);
-          else
-            body();
+          run_vectorized<F, TA, TB>(body);
         });
     return;
   }
@@ -155,10 +161,7 @@ void binary_typed(KernelContext &ctx) {
         run<F, TA, TB>(pa + ao, a_walks, pb + bo, b_walks, py + yo, len);
       });
     };
-    if constexpr (kVectorizes<TA> && kVectorizes<TB> && !std::is_same_v<F, bin::Pow>)
-      vec::run_best(body);
-    else
-      body();
+    run_vectorized<F, TA, TB>(body);
   });
 }
 
