@@ -244,6 +244,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
                              out->element_type()});
   }
   last_use.resize(impl->slot_info.size(), -1);
+  impl->slot_is_output.assign(impl->slot_info.size(), false);
+  for (int s : impl->output_slots) impl->slot_is_output[s] = true;
   // Graph outputs, inputs and constants are never released early.
   for (int s : impl->output_slots) last_use[s] = -1;
   for (int s : impl->input_slots) last_use[s] = -1;

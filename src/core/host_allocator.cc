@@ -1,10 +1,13 @@
 // Caching host allocator. Blocks are rounded up to a size class (64-byte multiples for small
 // blocks, quarter powers of two above 64 KiB) and kept on per-class free lists when released, up to
-// a cap, so repeated inferences reuse memory instead of calling the system allocator.
+// a cap, so repeated inferences reuse memory instead of calling the system allocator. A request
+// takes the smallest cached block of at most twice its class: tensors that grow a little from run
+// to run (a KV cache one token longer each step) reuse the blocks the previous run freed instead
+// of asking the system for new memory every time.
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "lumen/buffer.h"
@@ -31,14 +34,17 @@ class CachingHostAllocator final : public Allocator {
   std::shared_ptr<Buffer> allocate(size_t nbytes) override {
     allocations_.fetch_add(1, std::memory_order_relaxed);
     const size_t cls = size_class(nbytes);
+    size_t block = cls;
     void *data = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(cls);
-      if (it != free_.end() && !it->second.empty()) {
+      auto it = free_.lower_bound(cls);
+      if (it != free_.end() && it->first <= 2 * cls) {
+        block = it->first;
         data = it->second.back();
         it->second.pop_back();
-        cached_bytes_ -= cls;
+        if (it->second.empty()) free_.erase(it);
+        cached_bytes_ -= block;
       }
     }
     if (!data) {
@@ -47,7 +53,7 @@ class CachingHostAllocator final : public Allocator {
       if (!data) fail("host allocation of ", nbytes, " bytes failed");
     }
     return std::make_shared<Buffer>(data, nbytes, kHostDevice,
-                                    [this, cls](void *p) { release(p, cls); });
+                                    [this, block](void *p) { release(p, block); });
   }
 
   AllocatorStats stats() const override {
@@ -67,7 +73,7 @@ class CachingHostAllocator final : public Allocator {
   }
 
   std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void *>> free_;
+  std::map<size_t, std::vector<void *>> free_;  // by block size; no empty lists
   size_t cached_bytes_ = 0;
   std::atomic<uint64_t> allocations_{0};
   std::atomic<uint64_t> system_allocations_{0};

@@ -18,6 +18,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/passes/pattern.h"
+#include "graph/symbolic_probe.h"
 #include "lumen/graph.h"
 #include "lumen/ops.h"
 
@@ -44,13 +45,6 @@ int64_t probe_k(size_t index, size_t probe) {
   const int64_t k[kProbes] = {8 * j, 8 * j + 1, 9 * j + 2};
   return k[probe];
 }
-
-struct ProbedValue {
-  Shape shape;
-  Tensor value;  // defined when known (constants, evaluated shape arithmetic)
-};
-
-using Probe = std::unordered_map<const Value *, ProbedValue>;
 
 // The outputs' shapes (and small values) of `node` given its inputs' probed shapes and values;
 // nullopt when an input is not known or inference fails.
@@ -111,6 +105,36 @@ std::optional<std::vector<ProbedValue>> probe_node(const Node *node, const Probe
   return outputs;
 }
 
+// The graph's symbols and, per input, the symbol of each dim (-1 for a known dim).
+struct Symbols {
+  std::vector<Symbol> symbols;
+  std::vector<std::pair<const Value *, std::vector<int>>> of_input;
+};
+
+// One symbol per distinct name; each unnamed unknown dim is a symbol of its own.
+Symbols collect_symbols(const std::vector<Value *> &inputs) {
+  Symbols out;
+  std::map<std::string, int> by_name;
+  for (const Value *in : inputs) {
+    if (!in->has_shape() || is_container(in->dtype())) continue;
+    std::vector<int> dims(in->shape().rank(), -1);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (in->shape()[i] != kUnknownDim) continue;
+      const std::string name = i < in->dim_names().size() ? in->dim_names()[i] : "";
+      auto it = name.empty() ? by_name.end() : by_name.find(name);
+      if (it == by_name.end()) {
+        out.symbols.push_back({name, {}});
+        if (!name.empty()) by_name[name] = static_cast<int>(out.symbols.size() - 1);
+        dims[i] = static_cast<int>(out.symbols.size() - 1);
+      } else {
+        dims[i] = it->second;
+      }
+    }
+    out.of_input.emplace_back(in, std::move(dims));
+  }
+  return out;
+}
+
 Probe run_probe(const Graph &graph, const std::map<const Value *, Shape> &input_shapes) {
   Probe probe;
   for (const Value *in : graph.inputs()) {
@@ -126,6 +150,24 @@ Probe run_probe(const Graph &graph, const std::map<const Value *, Shape> &input_
     for (size_t i = 0; i < outputs->size(); ++i) probe[node->output(i)] = std::move((*outputs)[i]);
   }
   return probe;
+}
+
+// Three probes with symbol s of size scale * probe_k(s, p) in probe p (sets the symbols' sizes).
+std::array<Probe, kProbes> probes_at_scale(const Graph &graph, Symbols &symbols, int64_t scale) {
+  for (size_t s = 0; s < symbols.symbols.size(); ++s)
+    for (size_t p = 0; p < kProbes; ++p) symbols.symbols[s].sizes[p] = scale * probe_k(s, p);
+  std::array<Probe, kProbes> probes;
+  for (size_t p = 0; p < kProbes; ++p) {
+    std::map<const Value *, Shape> shapes;
+    for (const auto &[in, dims] : symbols.of_input) {
+      std::vector<int64_t> sizes = in->shape().dims();
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i] >= 0) sizes[i] = symbols.symbols[static_cast<size_t>(dims[i])].sizes[p];
+      shapes[in] = Shape(std::move(sizes));
+    }
+    probes[p] = run_probe(graph, shapes);
+  }
+  return probes;
 }
 
 std::string term(int64_t coefficient, const std::string &name) {
@@ -205,51 +247,27 @@ std::optional<SymbolicShape> symbolic_shape_of(const Value *v,
 
 }  // namespace
 
+std::vector<Probe> probe_symbolic_dims(const Graph &graph) {
+  Symbols symbols = collect_symbols(graph.inputs());
+  std::vector<Probe> out;
+  if (symbols.symbols.empty()) return out;
+  for (const int64_t scale : {int64_t{32}, int64_t{1}, int64_t{1024}})
+    for (Probe &probe : probes_at_scale(graph, symbols, scale)) out.push_back(std::move(probe));
+  return out;
+}
+
 void Graph::infer_symbolic_shapes() {
   for (const auto &v : values_) v->symbolic_.reset();
-  // One symbol per distinct name; each unnamed unknown dim is a symbol of its own.
-  std::vector<Symbol> symbols;
-  std::vector<std::pair<const Value *, std::vector<int>>> input_symbols;  // symbol per dim, or -1
-  std::map<std::string, int> by_name;
-  for (const Value *in : inputs_) {
-    if (!in->has_shape() || is_container(in->dtype())) continue;
-    std::vector<int> dims(in->shape().rank(), -1);
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (in->shape()[i] != kUnknownDim) continue;
-      const std::string name = i < in->dim_names().size() ? in->dim_names()[i] : "";
-      auto it = name.empty() ? by_name.end() : by_name.find(name);
-      if (it == by_name.end()) {
-        symbols.push_back({name, {}});
-        if (!name.empty()) by_name[name] = static_cast<int>(symbols.size() - 1);
-        dims[i] = static_cast<int>(symbols.size() - 1);
-      } else {
-        dims[i] = it->second;
-      }
-    }
-    input_symbols.emplace_back(in, std::move(dims));
-  }
-  if (symbols.empty()) return;
-
+  Symbols symbols = collect_symbols(inputs_);
+  if (symbols.symbols.empty()) return;
   // Sizes that are multiples of 32 first; then small ones (2 to 14) for the values that failed,
   // in models whose dims are bounded (77 positions in CLIP's text encoder).
   for (const int64_t scale : {32, 1}) {
-    for (size_t s = 0; s < symbols.size(); ++s)
-      for (size_t p = 0; p < kProbes; ++p) symbols[s].sizes[p] = scale * probe_k(s, p);
-    std::array<Probe, kProbes> probes;
-    for (size_t p = 0; p < kProbes; ++p) {
-      std::map<const Value *, Shape> shapes;
-      for (const auto &[in, dims] : input_symbols) {
-        std::vector<int64_t> sizes = in->shape().dims();
-        for (size_t i = 0; i < dims.size(); ++i)
-          if (dims[i] >= 0) sizes[i] = symbols[static_cast<size_t>(dims[i])].sizes[p];
-        shapes[in] = Shape(std::move(sizes));
-      }
-      probes[p] = run_probe(*this, shapes);
-    }
+    const std::array<Probe, kProbes> probes = probes_at_scale(*this, symbols, scale);
     bool all_found = true;
     for (const auto &v : values_) {
       if (v->has_shape_ || v->is_input_ || v->is_constant() || v->symbolic_) continue;
-      v->symbolic_ = symbolic_shape_of(v.get(), probes, symbols);
+      v->symbolic_ = symbolic_shape_of(v.get(), probes, symbols.symbols);
       all_found = all_found && v->symbolic_;
     }
     if (all_found) break;

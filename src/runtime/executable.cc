@@ -226,9 +226,15 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
         check_inputs(*step.schema, ctx);
       else
         out_types = infer_types(*step.schema, ctx);
-      outs = run_kernel(step.kernel, *step.backend, step_inputs, by_kernel ? nullptr : &out_types,
-                        step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                        step.prepared.get());
+      // A reshape-like step views its input's memory, as in a planned run; a graph output gets
+      // its own copy (the caller keeps it, and it must not alias an input or a weight).
+      if (step.schema->view && !by_kernel && !slot_is_output[step.outputs[0]] &&
+          step_inputs[0].device().is_host())
+        outs = {step_inputs[0].reshape(out_types[0].shape)};
+      else
+        outs = run_kernel(step.kernel, *step.backend, step_inputs, by_kernel ? nullptr : &out_types,
+                          step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
+                          step.prepared.get());
     }
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();

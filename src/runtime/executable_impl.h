@@ -103,6 +103,7 @@ struct Executable::Impl {
   std::vector<Tensor> initial_slots;  // constants filled in, everything else undefined
   std::vector<int> input_slots;
   std::vector<int> output_slots;
+  std::vector<bool> slot_is_output;  // by slot: the slot is one of output_slots
   std::vector<ExecutionStep> steps;
   std::vector<ValueInfo> inputs;
   std::vector<bool> input_rank_known;  // false: a subgraph input of unknown shape (any rank)

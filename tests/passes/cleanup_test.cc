@@ -27,6 +27,14 @@ int count(const Graph &g, const std::string &op) {
   return it == counts.end() ? 0 : it->second;
 }
 
+// The constant target a reshape or expand node reads, as a vector (empty when not constant).
+std::vector<int64_t> constant_target(const Value *out) {
+  const Value *t = out->producer()->input(1);
+  if (!t->is_constant()) return {};
+  const Tensor &c = t->constant();
+  return std::vector<int64_t>(c.data<int64_t>(), c.data<int64_t>() + c.numel());
+}
+
 // --- constant_folding ----------------------------------------------------------------------------
 
 TEST(CleanupConstantFolding, FoldsArithmeticOnConstants) {
@@ -462,6 +470,128 @@ TEST(CleanupCancelTransposes, KeepsReshapePairWhoseTargetCopiesDims) {
   auto pass = make_cancel_transposes();
   run_pass(*pass, g, /*changed=*/false);
   EXPECT_EQ(count(g, "reshape"), 2);
+}
+
+// --- fold_symbolic_shapes
+// --------------------------------------------------------------------------
+
+// An attention block as exporters write it: heads split by view(batch, seq, 2, 4) and merged by
+// view(batch, seq, 8), both targets computed from shape(x) at run time.
+Graph attention_heads_graph() {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim, 8});
+  g.set_dim_names(x, {"batch", "seq", ""});
+  const Attributes axis0{{"axis", int64_t{0}}};
+  auto dim = [&](Value *of, int64_t i, const std::string &name) {
+    Value *d =
+        g.add_op("gather", {g.add_op("shape", {of}), g.add_constant(name + "_i", ints({}, {i}))},
+                 axis0, name);
+    return g.add_op("unsqueeze", {d}, {{"axes", std::vector<int64_t>{0}}});
+  };
+  Value *q = g.add_op("matmul", {x, g.add_constant("w", Tensor::randn({8, 8}, 4))}, {}, "q");
+  Value *split_to = g.add_op(
+      "concat", {dim(x, 0, "b"), dim(x, 1, "s"), g.add_constant("heads", ints({2, 4}))}, axis0);
+  Value *heads = g.add_op("reshape", {q, split_to}, {}, "split");
+  Value *t = g.add_op("transpose", {heads}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "t");
+  Value *back = g.add_op("transpose", {g.add_op("sigmoid", {t})},
+                         {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}, "back");
+  // The fixed last dim read from the shape too: shape(q)[2] is 8 whatever batch and seq are.
+  Value *merge_to =
+      g.add_op("concat", {dim(back, 0, "b2"), dim(back, 1, "s2"), dim(q, 2, "width")}, axis0);
+  Value *merged = g.add_op("reshape", {back, merge_to}, {}, "merge");
+  // An expand to x's own shape does nothing.
+  g.mark_output(g.add_op("expand", {merged, g.add_op("shape", {x})}, {}, "y"));
+  return g;
+}
+
+TEST(CleanupFoldSymbolicShapes, ReshapeTargetsBecomeConstants) {
+  Graph g = attention_heads_graph();
+  const Graph before = g.clone();
+  auto pass = make_fold_symbolic_shapes();
+  run_pass(*pass, g);
+  // batch and seq copy the input's dims (0), the heads are fixed; shape(q)[2] folded to 8.
+  EXPECT_EQ(constant_target(g.find_value("split")), (std::vector<int64_t>{0, 0, 2, 4}));
+  // The expand is gone: the merging reshape gives the output (which keeps its name).
+  EXPECT_EQ(count(g, "expand"), 0);
+  EXPECT_EQ(g.outputs()[0]->name(), "y");
+  EXPECT_EQ(constant_target(g.outputs()[0]), (std::vector<int64_t>{0, 0, 8}));
+  EXPECT_EQ(count(g, "shape"), 0);
+  EXPECT_EQ(count(g, "gather"), 0);
+  for (const Shape &shape : {Shape{2, 5, 8}, Shape{1, 1, 8}, Shape{3, 17, 8}})
+    EXPECT_TRUE(same_outputs(before, g, {random_tensor(shape, 5)})) << shape.to_string();
+}
+
+// A dim that follows a symbol but not the input's dim at its position becomes -1; two such dims
+// leave the target as it is.
+TEST(CleanupFoldSymbolicShapes, OneFreeDimIsInferred) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim, 6});
+  g.set_dim_names(x, {"batch", "seq", ""});
+  const Attributes axis0{{"axis", int64_t{0}}};
+  Value *shape = g.add_op("shape", {x});
+  auto at = [&](int64_t i) {
+    return g.add_op(
+        "unsqueeze",
+        {g.add_op("gather", {shape, g.add_constant(g.fresh_name("i"), ints({}, {i}))}, axis0)},
+        {{"axes", std::vector<int64_t>{0}}});
+  };
+  // [batch * seq, 6] and [seq, batch, 6]: the first has one free dim, the second two.
+  Value *rows = g.add_op("mul", {at(0), at(1)});
+  Value *flat = g.add_op("reshape", {x, g.add_op("concat", {rows, at(2)}, axis0)}, {}, "flat");
+  Value *swapped =
+      g.add_op("reshape", {x, g.add_op("concat", {at(1), at(0), at(2)}, axis0)}, {}, "swapped");
+  g.mark_output(flat);
+  g.mark_output(swapped);
+  const Graph before = g.clone();
+  auto pass = make_fold_symbolic_shapes();
+  run_pass(*pass, g);
+  EXPECT_EQ(constant_target(g.find_value("flat")), (std::vector<int64_t>{-1, 6}));
+  EXPECT_TRUE(constant_target(g.find_value("swapped")).empty());
+  for (const Shape &shape : {Shape{2, 5, 6}, Shape{4, 1, 6}})
+    EXPECT_TRUE(same_outputs(before, g, {random_tensor(shape, 6)})) << shape.to_string();
+}
+
+// Shape arithmetic whose value varies with the sizes stays: min(seq, 4096) is seq below 4096 and
+// 4096 above, and the probes reach both sides.
+TEST(CleanupFoldSymbolicShapes, KeepsSizeDependentArithmetic) {
+  Graph g;
+  Value *x = g.add_input("x", {1, kUnknownDim});
+  g.set_dim_names(x, {"", "seq"});
+  Value *seq = g.add_op("gather", {g.add_op("shape", {x}), g.add_constant("one", ints({1}))},
+                        {{"axis", int64_t{0}}});
+  Value *capped = g.add_op("minimum", {seq, g.add_constant("cap", ints({4096}))}, {}, "capped");
+  Value *target =
+      g.add_op("concat", {g.add_constant("lead", ints({1})), capped}, {{"axis", int64_t{0}}});
+  g.mark_output(g.add_op("expand", {g.add_constant("v", floats({1, 1}, 2.5f)), target}, {}, "y"));
+  auto pass = make_fold_symbolic_shapes();
+  run_pass(*pass, g, false);
+}
+
+// An expand that broadcasts a fixed dim keeps the symbolic ones from its input: target 1 there.
+TEST(CleanupFoldSymbolicShapes, ExpandOfFixedDimsGetsConstantTarget) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, 1, 4});
+  g.set_dim_names(x, {"batch", "", ""});
+  Value *shape = g.add_op("shape", {x});
+  Value *lead =
+      g.add_op("slice", {shape, g.add_constant("s0", ints({0})), g.add_constant("s1", ints({1}))});
+  Value *target =
+      g.add_op("concat", {lead, g.add_constant("fixed", ints({3, 4}))}, {{"axis", int64_t{0}}});
+  g.mark_output(g.add_op("expand", {x, target}, {}, "y"));
+  const Graph before = g.clone();
+  auto pass = make_fold_symbolic_shapes();
+  run_pass(*pass, g);
+  EXPECT_EQ(constant_target(g.find_value("y")), (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_TRUE(same_outputs(before, g, {random_tensor({5, 1, 4}, 7)}));
+}
+
+// A graph without symbolic dims is not probed (constant folding handles its shape arithmetic).
+TEST(CleanupFoldSymbolicShapes, StaticGraphUnchanged) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 3});
+  g.mark_output(g.add_op("reshape", {x, g.add_op("shape", {x})}));
+  auto pass = make_fold_symbolic_shapes();
+  run_pass(*pass, g, false);
 }
 
 }  // namespace

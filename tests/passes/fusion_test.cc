@@ -327,6 +327,19 @@ TEST(MatmulAddToGemmPass, BatchedActivationsBecomeFusedMatmul) {
   EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_matmul", 1}}));
 }
 
+// Transformer activations with a symbolic batch and sequence: the bias along the fixed last dim.
+TEST(MatmulAddToGemmPass, SymbolicActivationsBecomeFusedMatmul) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim, 8});
+  g.set_dim_names(x, {"batch", "seq", ""});
+  Value *w = g.add_weight("w", {8, 6});
+  Value *bias = g.add_weight("bias", {6});
+  g.mark_output(g.add_op("add", {g.add_op("matmul", {x, w}), bias}));
+  g.infer_symbolic_shapes();
+  Graph after = optimized_copy(g, make_matmul_add_to_gemm(), {random_tensor({3, 5, 8}, 3)});
+  EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"fused_matmul", 1}}));
+}
+
 TEST(MatmulAddToGemmPass, DoesNotFireOnOtherShapesOrUses) {
   Graph g;
   Value *a = g.add_input("a", {3, 4});

@@ -105,6 +105,34 @@ TEST(FuseElementwiseChain, StopsAtAnOperandThatBroadcasts) {
   EXPECT_TRUE(same_outputs(original, g, {random_tensor({4, 8}, 5)}));
 }
 
+// Shapes known only at run time fuse when they are the same for every size of the symbolic dims:
+// the same named dims. A dim named differently ("other") might broadcast: that add stays.
+TEST(FuseElementwiseChain, FusesOnSymbolicShapes) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim, 8});
+  Value *bias = g.add_input("bias", {kUnknownDim, kUnknownDim, 8});
+  Value *y = g.add_input("y", {kUnknownDim, kUnknownDim, 8});
+  g.set_dim_names(x, {"batch", "seq", ""});
+  g.set_dim_names(bias, {"batch", "seq", ""});
+  g.set_dim_names(y, {"batch", "other", ""});
+  Value *a = g.add_op("mul", {x, scalar(g, 1.5f)}, {}, "a");
+  Value *b = g.add_op("add", {a, bias}, {}, "b");
+  Value *c = g.add_op("tanh", {b}, {}, "c");
+  g.mark_output(g.add_op("add", {c, y}, {}, "d"));
+  g.infer_symbolic_shapes();
+  const Graph original = g.clone();
+  auto pass = make_fuse_elementwise_chain();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("fused 3 nodes (mul 'a', add 'b', tanh 'c')"), std::string::npos)
+      << notes[0];
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"fused_elementwise", 1}, {"add", 1}}));
+  for (const Shape &shape : {Shape{2, 3, 8}, Shape{1, 7, 8}})
+    EXPECT_TRUE(same_outputs(
+        original, g, {random_tensor(shape, 1), random_tensor(shape, 2), random_tensor(shape, 3)}))
+        << shape.to_string();
+}
+
 TEST(FuseElementwiseChain, LeavesLoneStepsBroadcastsAndIntegersAlone) {
   Graph g;
   Value *x = g.add_input("x", {4, 1});

@@ -2,11 +2,12 @@
 // runs as one loop and its intermediates never go to memory.
 //
 // A node can be a step when its op is in the fused_elementwise catalog, its output is float32 or
-// float64 with a static shape, and one of its inputs (the "running" input) has the output's shape
-// while the other operand of a binary step holds one element or has that same shape (so the
-// running value is never broadcast). A step joins the chain of its running input's producer when
-// that producer is a step too and its output has no other use (and is not a graph output). The
-// fused node's input 0 is the running input of the chain's first node.
+// float64, and one of its inputs (the "running" input) has the output's shape while the other
+// operand of a binary step holds one element or has that same shape (so the running value is never
+// broadcast). Shapes may be symbolic (same_shape: the same for every size of the graph's symbolic
+// dims); the fused op checks them again at run time. A step joins the chain of its running input's
+// producer when that producer is a step too and its output has no other use (and is not a graph
+// output). The fused node's input 0 is the running input of the chain's first node.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,15 +29,15 @@ std::vector<size_t> running_inputs(const Node *node) {
   if (!info || node->outputs().size() != 1) return {};
   const Value *out = node->output();
   if (out->dtype() != DType::Float32 && out->dtype() != DType::Float64) return {};
-  if (!out->has_shape() || !out->shape().is_static()) return {};
+  if (!known_shape(out)) return {};
   if (!info->binary) return {0};
   if (node->inputs().size() != 2 || !node->input(0) || !node->input(1)) return {};
   std::vector<size_t> candidates;
   for (size_t i = 0; i < 2; ++i) {
     const Value *run = node->input(i), *other = node->input(1 - i);
-    if (!run->has_shape() || run->shape() != out->shape() || run->dtype() != out->dtype()) continue;
-    if (other->dtype() != out->dtype() || !other->has_shape()) continue;
-    if (is_one_element(other) || other->shape() == out->shape()) candidates.push_back(i);
+    if (!same_shape(run, out) || run->dtype() != out->dtype()) continue;
+    if (other->dtype() != out->dtype()) continue;
+    if (is_one_element(other) || same_shape(other, out)) candidates.push_back(i);
   }
   return candidates;
 }

@@ -27,14 +27,6 @@ bool depends_on(const Value *v, const Node *node) {
   return false;
 }
 
-// Fully known and equal: an unknown dim could hide a broadcast.
-bool same_known_shape(const Value *a, const Value *b) {
-  if (!a->has_shape() || !b->has_shape() || a->shape() != b->shape()) return false;
-  for (int64_t d : a->shape())
-    if (d == kUnknownDim) return false;
-  return true;
-}
-
 Node *conv_without_epilogue(const Graph &graph, const Value *v) {
   Node *p = v->producer();
   if (!p || (p->op() != "conv2d" && p->op() != "fused_conv")) return nullptr;
@@ -56,7 +48,7 @@ class FuseResidualAdd final : public Pass {
         Node *conv = conv_without_epilogue(graph, add->input(i));
         Value *z = add->input(1 - i);
         if (!conv || z->dtype() != conv->output()->dtype()) continue;
-        if (!same_known_shape(z, conv->output()) || depends_on(z, conv)) continue;
+        if (!same_shape(z, conv->output()) || depends_on(z, conv)) continue;
         std::vector<Value *> inputs = conv->inputs();
         inputs.resize(4);
         inputs[3] = z;

@@ -40,17 +40,20 @@ Match match(const Graph &graph, Node *add) {
     Node *matmul = producer_if(add->input(i), "matmul");
     Value *bias = add->input(1 - i);
     if (!matmul || !has_single_use(graph, matmul->output())) continue;
-    const Value *a = matmul->input(0), *b = matmul->input(1), *y = matmul->output();
-    if (!a->has_shape() || !b->has_shape() || !y->has_shape() || !bias->has_shape()) continue;
-    if (bias->dtype() != y->dtype() || add->output()->dtype() != y->dtype()) continue;
-    if (a->shape().rank() == 2 && b->shape().rank() == 2) {
-      if (fits_gemm_c(bias, y->shape())) return {matmul, bias, "gemm"};
+    // Dims that wait for run time are unknown (kUnknownDim): only a bias dim of 1 broadcasts.
+    const auto a = known_shape(matmul->input(0)), b = known_shape(matmul->input(1)),
+               y = known_shape(matmul->output());
+    if (!a || !b || !y || !bias->has_shape()) continue;
+    const DType dtype = matmul->output()->dtype();
+    if (bias->dtype() != dtype || add->output()->dtype() != dtype) continue;
+    if (a->dims.rank() == 2 && b->dims.rank() == 2) {
+      if (fits_gemm_c(bias, y->dims)) return {matmul, bias, "gemm"};
       continue;
     }
     // fused_matmul: float32/float64 only, and B must give the last dim (not a 1-D vector).
-    const bool float_dtype = y->dtype() == DType::Float32 || y->dtype() == DType::Float64;
-    if (float_dtype && b->shape().rank() >= 2 && a->shape().rank() >= 2 &&
-        is_bias_along_last_dim(bias, y->shape()))
+    const bool float_dtype = dtype == DType::Float32 || dtype == DType::Float64;
+    if (float_dtype && b->dims.rank() >= 2 && a->dims.rank() >= 2 &&
+        is_bias_along_last_dim(bias, y->dims))
       return {matmul, bias, "fused_matmul"};
   }
   return {};

@@ -40,6 +40,7 @@ class Pass {
 // Level 1: semantics-preserving clean-up.
 std::unique_ptr<Pass> make_dead_code_elimination();
 std::unique_ptr<Pass> make_constant_folding();
+std::unique_ptr<Pass> make_fold_symbolic_shapes();
 std::unique_ptr<Pass> make_eliminate_no_ops();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_cancel_transposes();

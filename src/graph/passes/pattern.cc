@@ -59,6 +59,30 @@ std::string node_labels(const std::vector<Node *> &nodes) {
   return out;
 }
 
+std::optional<SymbolicShape> known_shape(const Value *v) {
+  if (!v) return std::nullopt;
+  if (v->has_shape()) {
+    const Shape &shape = v->shape();
+    std::vector<std::string> names(shape.rank());
+    for (size_t i = 0; i < shape.rank() && i < v->dim_names().size(); ++i)
+      if (shape[i] == kUnknownDim) names[i] = v->dim_names()[i];
+    return SymbolicShape{shape, std::move(names)};
+  }
+  return v->symbolic_shape();
+}
+
+bool same_shape(const Value *a, const Value *b) {
+  const std::optional<SymbolicShape> sa = known_shape(a), sb = known_shape(b);
+  if (!sa || !sb || sa->dims.rank() != sb->dims.rank()) return false;
+  for (size_t i = 0; i < sa->dims.rank(); ++i) {
+    const bool fixed = sa->dims[i] != kUnknownDim;
+    if (sa->dims[i] != sb->dims[i] ||
+        (!fixed && (sa->names[i].empty() || sa->names[i] != sb->names[i])))
+      return false;
+  }
+  return true;
+}
+
 bool is_nondeterministic(std::string_view op) {
   for (std::string_view word : {"random", "bernoulli", "multinomial", "dropout"})
     if (op.find(word) != std::string_view::npos) return true;

@@ -47,6 +47,15 @@ bool replace_pair(Graph &graph, PassContext &ctx, Node *producer, Node *follower
 // Removes `node` when none of its outputs is live any more; returns whether it did.
 bool remove_if_dead(Graph &graph, Node *node);
 
+// What compile time knows of `v`'s shape: its shape when static; for a graph input, its shape with
+// the dims' names; otherwise the symbolic shape probing found (fixed dims, and names for the dims
+// that follow the graph's symbolic input dims). nullopt when not even the rank is known.
+std::optional<SymbolicShape> known_shape(const Value *v);
+
+// `a` and `b` have the same shape whatever sizes the graph's symbolic dims take: equal fixed dims,
+// and the same named symbol (or expression of symbols) for each other dim.
+bool same_shape(const Value *a, const Value *b);
+
 // Ops whose result changes from run to run: never folded, never merged.
 bool is_nondeterministic(std::string_view op);
 

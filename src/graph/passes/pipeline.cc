@@ -17,6 +17,7 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_eliminate_no_ops());
   passes.push_back(make_constant_folding());
+  passes.push_back(make_fold_symbolic_shapes());
   passes.push_back(make_inline_constant_if());
   passes.push_back(make_cancel_transposes());
   passes.push_back(make_common_subexpression_elimination());
@@ -126,6 +127,8 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
           fail("optimization pass '", pass->name(), "' left an invalid graph: ", e.what());
         }
         changed = true;
+        // Passes match on symbolic shapes too (same_shape): keep them current.
+        infer_symbolic_shapes();
         dumper.dump(*this, pass->name());
       }
       if (round == 0 || pass_changed) report.passes.push_back(std::move(record));

@@ -58,7 +58,7 @@ bool match_tail(const Graph &graph, const Node *anchor, GeluMatch &m) {
   // scalar x): the shapes are equal, or unknown (a dynamic model) with every constant in the
   // pattern of rank 0, which broadcasts to any shape unchanged.
   if (m.y->dtype() != m.x->dtype()) return false;
-  if (m.y->has_shape() && m.x->has_shape()) return m.y->shape() == m.x->shape();
+  if (same_shape(m.y, m.x)) return true;
   for (const Node *node : m.nodes)
     for (const Value *in : node->inputs())
       if (in && in->is_constant() && in->constant().rank() != 0) return false;

@@ -23,8 +23,8 @@ namespace {
 // The first normalized dim of a keepdims reduce_mean over a suffix of its input's dims (its last
 // k dims, k >= 1); nullopt for any other reduction.
 std::optional<size_t> suffix_reduction_axis(const Node *reduce) {
-  const Value *x = reduce->input(0);
-  if (!x->has_shape() || reduce->attrs().get_int("keepdims", 1) != 1) return std::nullopt;
+  const std::optional<SymbolicShape> x = known_shape(reduce->input(0));
+  if (!x || reduce->attrs().get_int("keepdims", 1) != 1) return std::nullopt;
   std::vector<int64_t> axes;
   if (reduce->inputs().size() > 1 && reduce->input(1)) {
     const Value *given = reduce->input(1);
@@ -41,7 +41,7 @@ std::optional<size_t> suffix_reduction_axis(const Node *reduce) {
   } else {
     axes = reduce->attrs().get_ints("axes", {});
   }
-  const auto rank = static_cast<int64_t>(x->shape().rank());
+  const auto rank = static_cast<int64_t>(x->dims.rank());
   if (axes.empty()) {  // every dim, unless told to reduce nothing
     if (reduce->attrs().get_int("noop_with_empty_axes", 0) != 0 || rank == 0) return std::nullopt;
     return size_t(0);
@@ -67,7 +67,7 @@ struct LayerNormMatch {
 };
 
 bool same_type(const Value *a, const Value *b) {
-  return a->has_shape() && b->has_shape() && a->dtype() == b->dtype() && a->shape() == b->shape();
+  return a->dtype() == b->dtype() && same_shape(a, b);
 }
 
 // sub(x, mean) -> ... Starts at the subtraction because d is the value the pattern pivots on.
@@ -155,7 +155,7 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
     }
   }
   if (!m.scale) {  // layer_norm needs a scale: ones over the normalized dims
-    const Shape &s = m.x->shape();
+    const Shape &s = known_shape(m.x)->dims;
     for (size_t i = m.axis; i < s.rank(); ++i)
       if (s[i] == kUnknownDim) return std::nullopt;
     if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
@@ -191,7 +191,7 @@ class RecognizeLayerNorm final : public Pass {
       const std::string name = graph.fresh_name(m->y->producer()->name());
       Value *scale = m->scale;
       if (!scale) {
-        const Shape &s = m->x->shape();
+        const Shape s = known_shape(m->x)->dims;
         std::vector<int64_t> dims(s.dims().begin() + std::ptrdiff_t(m->axis), s.dims().end());
         scale = graph.add_constant(graph.fresh_name(name + "_scale"),
                                    ones(Shape(std::move(dims)), m->x->dtype()));
