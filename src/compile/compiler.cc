@@ -81,10 +81,13 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
   std::vector<std::string> spaces;
   for (size_t s = 0; s < impl.steps.size(); ++s) {
     const ExecutionStep &step = impl.steps[s];
-    for (int out : step.outputs) {
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const int out = step.outputs[o];
       const ValueInfo &info = impl.slot_info[out];
-      // Objects (strings, containers) are made per run, like graph outputs.
-      if (is_output[out] || impl.initial_slots[out].defined() || holds_objects(info.dtype))
+      // Objects (strings, containers) are made per run, like graph outputs; outputs not computed
+      // take no memory.
+      if (is_output[out] || impl.initial_slots[out].defined() || holds_objects(info.dtype) ||
+          step.output_unused(o))
         continue;
       const std::string space = allocator_of(step).device().to_string();
       auto it = std::find(spaces.begin(), spaces.end(), space);
@@ -195,7 +198,13 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
       if (in) storage[i] = {in->dtype(), in->shape(), in->element_type()};
       types.push_back(in ? &storage[i] : nullptr);
     }
-    for (const Value *out : n->outputs()) step.outputs.push_back(slot(out));
+    for (const Value *out : n->outputs()) {
+      step.outputs.push_back(slot(out));
+      if (step.schema->optional_outputs)
+        step.unused_outputs.push_back(
+            step.outputs.size() > 1 && out->users().empty() &&
+            std::count(graph.outputs().begin(), graph.outputs().end(), out) == 0);
+    }
     const DType dtype = kernel_dtype(types);
     if ((step.builtin = find_builtin_step(n->op()))) {
       // The executor runs it (with its subgraphs, each compiled here).

@@ -85,6 +85,9 @@ struct OpSchema {
   // suppression): where inference could not size the outputs at compile time, a run infers
   // without the values (checks only) and the kernel gets undefined outputs, which it allocates.
   bool kernel_sizes_outputs = false;
+  // Outputs after the first are extras (attention's present keys and scores): one that nothing
+  // reads (no user, not a graph output) is not computed; its kernel gets nullptr for it.
+  bool optional_outputs = false;
 };
 
 void register_op(OpSchema schema);

@@ -168,6 +168,10 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       const int s = step.outputs[o];
+      if (step.output_unused(o)) {
+        state->kernel_outputs.push_back(nullptr);
+        continue;
+      }
       if (slot_offset[s] < 0)  // a graph output: the caller keeps it, so it gets its own memory
         slots[s] = Tensor::empty(step.output_types[o].shape, step.output_types[o].dtype,
                                  &step.backend->allocator());
@@ -234,7 +238,8 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       else
         outs = run_kernel(step.kernel, *step.backend, step_inputs, by_kernel ? nullptr : &out_types,
                           step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                          step.prepared.get());
+                          step.prepared.get(),
+                          step.unused_outputs.empty() ? nullptr : &step.unused_outputs);
     }
     for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
     for (int s : step.release) slots[s] = Tensor();

@@ -35,12 +35,14 @@ struct ExecutionStep {
   std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
   std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
   std::vector<int> outputs;              // slot per output
+  std::vector<bool> unused_outputs;      // per output (empty: all used): see optional_outputs
   std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
   bool skip = false;  // planned: a view whose output already aliases its input in the arena
   // Builtin steps: no kernel (and no backend); `builtin` runs them, with the compiled subgraphs
   // by attribute name ("then_branch", "else_branch", "body") for control flow.
   BuiltinStepFn builtin = nullptr;
+  bool output_unused(size_t o) const { return o < unused_outputs.size() && unused_outputs[o]; }
   std::map<std::string, std::shared_ptr<const Executable::Impl>> subgraphs;
 };
 

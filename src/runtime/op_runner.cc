@@ -34,21 +34,25 @@ void check_inputs(const OpSchema &schema, InferContext ctx) {
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
-                               std::string_view node, const void *prepared) {
+                               std::string_view node, const void *prepared,
+                               const std::vector<bool> *unused) {
   std::vector<Tensor> contiguous_inputs;
   contiguous_inputs.reserve(inputs.size());
   for (const Tensor &t : inputs) contiguous_inputs.push_back(t.defined() ? t.contiguous() : t);
   std::vector<Tensor> outputs(types ? types->size() : num_outputs);
   if (types)
     for (size_t i = 0; i < types->size(); ++i)
-      outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
+      if (!unused || !(*unused)[i])
+        outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
 
   KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
   for (const Tensor &t : contiguous_inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
-  for (Tensor &t : outputs) ctx.outputs.push_back(&t);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    ctx.outputs.push_back(unused && (*unused)[i] ? nullptr : &outputs[i]);
   kernel(ctx);
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!outputs[i].defined()) fail("op '", op, "' (node '", node, "'): output ", i, " not made");
+    if (!outputs[i].defined() && !(unused && (*unused)[i]))
+      fail("op '", op, "' (node '", node, "'): output ", i, " not made");
   return outputs;
 }
 

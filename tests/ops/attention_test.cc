@@ -92,6 +92,93 @@ TEST(AttentionTest, ThreeDimensionalLayout) {
   EXPECT_NEAR(out[0].data<float>()[1], 1.5, 1e-5);  // head 1: scores [0, 0]
 }
 
+// The CPU kernel (blocked, online softmax) against the reference on random data: every layout and
+// option, query blocks and key blocks crossed (more than 16 queries, more than 256 keys), and a
+// mask that leaves some rows with no key. Every output the node has is compared.
+TEST(AttentionTest, CpuMatchesReference) {
+  using testing::all_close;
+  using testing::random_tensor;
+  struct Case {
+    const char *name;
+    Shape q, k, v;
+    Attributes attrs;
+    std::vector<Shape> extra;  // mask, past_key, past_value (empty shape: omitted)
+    bool bool_mask = false;
+  };
+  const Attributes heads3{{"q_num_heads", int64_t{4}}, {"kv_num_heads", int64_t{2}}};
+  const std::vector<Case> cases = {
+      {"plain", {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 7, 6}, {}, {}},
+      {"long keys, many queries", {1, 2, 40, 16}, {1, 2, 600, 16}, {1, 2, 600, 16}, {}, {}},
+      {"float mask [B,1,1,S]", {2, 2, 3, 8}, {2, 2, 9, 8}, {2, 2, 9, 8}, {}, {{2, 1, 1, 9}}},
+      {"short mask padded", {1, 2, 3, 8}, {1, 2, 9, 8}, {1, 2, 9, 8}, {}, {{3, 6}}},
+      {"bool mask", {1, 2, 4, 8}, {1, 2, 300, 8}, {1, 2, 300, 8}, {}, {{1, 2, 4, 300}}, true},
+      {"causal prefill",
+       {1, 2, 70, 8},
+       {1, 2, 70, 8},
+       {1, 2, 70, 8},
+       {{"is_causal", int64_t{1}}},
+       {}},
+      {"causal with past, grouped heads",
+       {1, 4, 3, 8},
+       {1, 2, 3, 8},
+       {1, 2, 3, 8},
+       {{"is_causal", int64_t{1}}, {"scale", 0.3}},
+       {{}, {1, 2, 290, 8}, {1, 2, 290, 8}}},
+      {"3-D layout, softcap, window",
+       {2, 5, 32},
+       {2, 7, 16},
+       {2, 7, 12},
+       [&] {
+         Attributes a = heads3;
+         a.set("softcap", 0.7);
+         a.set("left_window_size", int64_t{2});
+         a.set("right_window_size", int64_t{1});
+         return a;
+       }(),
+       {}},
+      {"scores output mode 2",
+       {1, 2, 3, 8},
+       {1, 2, 5, 8},
+       {1, 2, 5, 8},
+       {{"qk_matmul_output_mode", int64_t{2}}, {"is_causal", int64_t{1}}},
+       {{1, 1, 3, 5}}},
+      {"scores output mode 3",
+       {1, 2, 3, 8},
+       {1, 2, 5, 8},
+       {1, 2, 5, 8},
+       {{"qk_matmul_output_mode", int64_t{3}}},
+       {{1, 1, 3, 5}},
+       true},
+  };
+  uint64_t seed = 10;
+  for (const Case &c : cases) {
+    std::vector<Tensor> inputs = {random_tensor(c.q, seed++, -2, 2),
+                                  random_tensor(c.k, seed++, -2, 2),
+                                  random_tensor(c.v, seed++, -2, 2)};
+    for (size_t i = 0; i < c.extra.size(); ++i) {
+      if (c.extra[i].rank() == 0) {
+        inputs.emplace_back();
+        continue;
+      }
+      Tensor t = random_tensor(c.extra[i], seed++, -3, 1);
+      if (i == 0 && c.bool_mask) {
+        Tensor flags = Tensor::empty(c.extra[i], DType::Bool);
+        // Row 0 keeps nothing (all masked), the others about two keys in three.
+        for (int64_t j = 0; j < t.numel(); ++j)
+          flags.data<bool>()[j] =
+              j >= c.extra[i][c.extra[i].rank() - 1] && t.data<float>()[j] > -1.7f;
+        t = flags;
+      }
+      inputs.push_back(t);
+    }
+    const auto want = call_op("attention", inputs, c.attrs, "reference");
+    const auto got = call_op("attention", inputs, c.attrs, "cpu");
+    ASSERT_EQ(got.size(), want.size()) << c.name;
+    for (size_t o = 0; o < want.size(); ++o)
+      EXPECT_TRUE(all_close(got[o], want[o], 1e-4, 1e-5)) << c.name << ", output " << o;
+  }
+}
+
 TEST(AttentionTest, Errors) {
   const Tensor q = f32({1, 3, 1, 2}, {1, 2, 3, 4, 5, 6});
   const Tensor k = f32({1, 2, 1, 2}, {1, 2, 3, 4}), v = f32({1, 2, 1, 2}, {1, 2, 3, 4});

@@ -78,7 +78,7 @@ inline ::testing::AssertionResult all_close(const Tensor &actual, const Tensor &
   const Tensor a = actual.contiguous(), e = expected.contiguous();
   for (int64_t i = 0; i < a.numel(); ++i) {
     const double x = element_as_double(a, i), y = element_as_double(e, i);
-    if (std::isnan(x) && std::isnan(y)) continue;
+    if ((std::isnan(x) && std::isnan(y)) || x == y) continue;  // x == y: equal infinities too
     if (!(std::abs(x - y) <= atol + rtol * std::abs(y)))
       return ::testing::AssertionFailure() << "element " << i << ": got " << x << ", expected " << y
                                            << " (" << a.to_string() << ")";

@@ -149,7 +149,8 @@ LUMEN_REGISTER_OP({.name = "attention",
                    .min_inputs = 3,
                    .max_inputs = 7,
                    .num_outputs = 4,
-                   .infer = infer_attention});
+                   .infer = infer_attention,
+                   .optional_outputs = true});
 
 }  // namespace
 }  // namespace lumen

@@ -155,7 +155,7 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
     }
   }
   if (!m.scale) {  // layer_norm needs a scale: ones over the normalized dims
-    const Shape &s = known_shape(m.x)->dims;
+    const Shape s = known_shape(m.x)->dims;
     for (size_t i = m.axis; i < s.rank(); ++i)
       if (s[i] == kUnknownDim) return std::nullopt;
     if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
