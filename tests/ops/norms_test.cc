@@ -111,6 +111,22 @@ TEST(NormsTest, LayerNormCpuMatchesReference) {
       cpu_matches_reference("layer_norm", {random_tensor({0, 8}, 7), random_tensor({8}, 8)}));
 }
 
+// The CPU rms_norm: last axis, the last two (scale [4, 8] and [1, 4, 8]), rows longer than a
+// parallel chunk, epsilon, and the fallback for a scale that varies along an earlier dim.
+TEST(NormsTest, RmsNormCpuMatchesReference) {
+  using testing::cpu_matches_reference;
+  using testing::random_tensor;
+  const Tensor x = random_tensor({3, 4, 8}, 1, -3, 3);
+  EXPECT_TRUE(cpu_matches_reference("rms_norm", {x, random_tensor({8}, 2)}));
+  EXPECT_TRUE(cpu_matches_reference("rms_norm", {x, random_tensor({4, 8}, 3)},
+                                    {{"axis", int64_t{1}}, {"epsilon", 0.5}}));
+  EXPECT_TRUE(
+      cpu_matches_reference("rms_norm", {x, random_tensor({1, 4, 8}, 4)}, {{"axis", int64_t{-2}}}));
+  EXPECT_TRUE(cpu_matches_reference(
+      "rms_norm", {random_tensor({2, 20000}, 5, -3, 3), random_tensor({20000}, 6)}));
+  EXPECT_TRUE(cpu_matches_reference("rms_norm", {x, random_tensor({3, 1, 1}, 7)}));
+}
+
 // The CPU instance_norm / group_norm against the reference: 4-D and 3-D inputs, planes larger
 // than a parallel chunk, inputs far from zero mean (the variance is centered), groups of several
 // channels, per-group parameters, epsilon, and an empty spatial extent.

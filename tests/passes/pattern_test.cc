@@ -427,6 +427,26 @@ TEST(RecognizeLayerNorm, BetaWithoutGammaGetsAScaleOfOnes) {
   expect_layer_norm({.axes = {-2, -1}, .gamma = false}, {2, 3, 8}, 1);
 }
 
+// LLaMA's RMSNorm as torch exports it: pow(x, 2) -> mean -> + eps -> sqrt -> 1 / std -> x * inv ->
+// weight * y, with x also read by the residual add.
+TEST(RecognizeLayerNorm, RmsNormWithResidualUser) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 5, 16});
+  Value *square = g.add_op("pow", {x, scalar(g, 2.0f)}, {}, "square");
+  Value *ms = g.add_op("reduce_mean", {square}, {{"axes", std::vector<int64_t>{-1}}}, "ms");
+  Value *std_dev = g.add_op("sqrt", {g.add_op("add", {ms, scalar(g, 1e-6f)})});
+  Value *inv = g.add_op("div", {scalar(g, 1.0f), std_dev});
+  Value *y = g.add_op("mul", {g.add_weight("weight", {16}), g.add_op("mul", {x, inv})});
+  g.mark_output(g.add_op("add", {y, x}, {}, "residual"));
+  const Graph original = g.clone();
+  auto pass = make_recognize_layer_norm();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("recognized RMS norm over axis 2"), std::string::npos) << notes[0];
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"rms_norm", 1}, {"add", 1}}));
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({2, 5, 16}, 12, -3, 3)}, 1e-4, 1e-5));
+}
+
 TEST(RecognizeLayerNorm, NonLastAxisIsLeftAlone) {
   Graph g;
   Value *x = g.add_input("x", {2, 5, 16});
@@ -436,17 +456,21 @@ TEST(RecognizeLayerNorm, NonLastAxisIsLeftAlone) {
   EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
 }
 
-TEST(RecognizeLayerNorm, CenteredValueWithAnotherUserIsLeftAlone) {
+// Not a layer norm; what follows the centering is still an RMS norm of the centered value.
+TEST(RecognizeLayerNorm, CenteredValueWithAnotherUserIsOnlyAnRmsNorm) {
   Graph g;
   Value *x = g.add_input("x", {2, 16});
   g.mark_output(layer_norm_by_hand(g, x, {}));
   g.mark_output(g.add_op("relu", {g.find_value("d")}));
+  const Graph original = g.clone();
   auto pass = make_recognize_layer_norm();
-  run_pass(*pass, g, /*changed=*/false);
+  run_pass(*pass, g);
   EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
+  EXPECT_EQ(op_counts(g).count("rms_norm"), 1u);
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({2, 16}, 13, -3, 3)}, 1e-4, 1e-5));
 }
 
-TEST(RecognizeLayerNorm, DifferentAxesForMeanAndVarianceAreLeftAlone) {
+TEST(RecognizeLayerNorm, DifferentAxesForMeanAndVarianceAreNoLayerNorm) {
   Graph g;
   Value *x = g.add_input("x", {2, 3, 4});
   Value *mean = g.add_op("reduce_mean", {x}, {{"axes", std::vector<int64_t>{-1}}});
@@ -455,9 +479,12 @@ TEST(RecognizeLayerNorm, DifferentAxesForMeanAndVarianceAreLeftAlone) {
       g.add_op("reduce_mean", {g.add_op("mul", {d, d})}, {{"axes", std::vector<int64_t>{-2, -1}}});
   Value *std_dev = g.add_op("sqrt", {g.add_op("add", {var, scalar(g, 1e-5f)})});
   g.mark_output(g.add_op("div", {d, std_dev}));
+  const Graph original = g.clone();
   auto pass = make_recognize_layer_norm();
-  run_pass(*pass, g, /*changed=*/false);
+  run_pass(*pass, g);  // the tail: an RMS norm of d over the last two axes
   EXPECT_EQ(op_counts(g).count("layer_norm"), 0u);
+  EXPECT_EQ(op_counts(g).count("rms_norm"), 1u);
+  EXPECT_TRUE(same_outputs(original, g, {random_tensor({2, 3, 4}, 14, -3, 3)}, 1e-4, 1e-5));
 }
 
 // --- the pipeline --------------------------------------------------------------------------------
@@ -482,6 +509,74 @@ TEST(PatternPipeline, DecomposedLayerNormAndGeluBecomeOpsThenTheTailFuses) {
             (std::vector<std::string>{"gelu", "mul", "add"}));
   EXPECT_EQ(optimized.outputs()[0]->name(), output_name);
   EXPECT_TRUE(same_outputs(g, optimized, {random_tensor({2, 6, 32}, 12, -3, 3)}, 1e-4, 1e-5));
+}
+
+// --- recognize_attention -------------------------------------------------------------------------
+
+Value *int_constant(Graph &g, std::vector<int64_t> values) {
+  const auto n = int64_t(values.size());
+  return g.add_constant(g.fresh_name("shape"), Tensor::from_vector<int64_t>({n}, values));
+}
+
+// A LLaMA decoder's attention as torch exports it: sqrt(scale) on Q and on K^T, an additive mask,
+// the is_nan guard, and two query heads per KV head through repeat_kv.
+TEST(RecognizeAttention, GroupedHeadsWithMaskAndNanGuard) {
+  Graph g;
+  Value *q = g.add_input("q", {1, 4, 3, 8});
+  Value *k = g.add_input("k", {1, 2, 5, 8});
+  Value *v = g.add_input("v", {1, 2, 5, 8});
+  Value *mask = g.add_input("mask", {1, 1, 3, 5});
+  auto repeat_kv = [&](Value *x) {
+    Value *u = g.add_op("unsqueeze", {x, int_constant(g, {2})});
+    Value *e = g.add_op("expand", {u, int_constant(g, {1, 2, 2, 5, 8})});
+    return g.add_op("reshape", {e, int_constant(g, {1, 4, 5, 8})});
+  };
+  Value *kt = g.add_op("transpose", {repeat_kv(k)}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  const float root = std::pow(8.0f, -0.25f);
+  Value *scores = g.add_op(
+      "matmul", {g.add_op("mul", {q, scalar(g, root)}), g.add_op("mul", {kt, scalar(g, root)})});
+  Value *probs = g.add_op("softmax", {g.add_op("add", {scores, mask})}, {{"axis", int64_t{-1}}});
+  Value *guarded = g.add_op("where", {g.add_op("is_nan", {probs}), scalar(g, 0.0f), probs});
+  g.mark_output(g.add_op("matmul", {guarded, repeat_kv(v)}, {}, "y"));
+  const Graph original = g.clone();
+  auto pass = make_recognize_attention();
+  const auto notes = run_pass(*pass, g);
+  ASSERT_EQ(notes.size(), 1u);
+  const Node *attention = g.outputs()[0]->producer();
+  ASSERT_EQ(attention->op(), "attention");
+  EXPECT_EQ(attention->input(1), k);  // the shared KV heads, read in place
+  EXPECT_EQ(attention->input(2), v);
+  EXPECT_NEAR(attention->attrs().get_float("scale", 0), 1 / std::sqrt(8.0), 1e-6);
+  EXPECT_EQ(op_counts(g).count("softmax"), 0u);
+  EXPECT_TRUE(
+      same_outputs(original, g,
+                   {random_tensor({1, 4, 3, 8}, 1, -2, 2), random_tensor({1, 2, 5, 8}, 2, -2, 2),
+                    random_tensor({1, 2, 5, 8}, 3), random_tensor({1, 1, 3, 5}, 4, -3, 0)},
+                   1e-4, 1e-5));
+}
+
+// BERT's: K^T made by one transpose from [B, S, H, D], the scale divided out of the scores, no
+// mask; a mask whose key dim broadcasts (1) would be padded by attention, so it is left alone.
+TEST(RecognizeAttention, TransposedKeysAndBroadcastKeyMask) {
+  for (bool broadcast_mask : {false, true}) {
+    Graph g;
+    Value *q = g.add_input("q", {2, 3, 4, 8});
+    Value *k = g.add_input("k", {2, 4, 3, 8});  // [B, S, H, D]
+    Value *v = g.add_input("v", {2, 3, 4, 8});
+    Value *kt = g.add_op("transpose", {k}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+    Value *scores = g.add_op("div", {g.add_op("matmul", {q, kt}), scalar(g, std::sqrt(8.0f))});
+    if (broadcast_mask) scores = g.add_op("add", {scores, g.add_weight("bias", {4, 1})});
+    Value *probs = g.add_op("softmax", {scores}, {{"axis", int64_t{3}}});
+    g.mark_output(g.add_op("matmul", {probs, v}));
+    const Graph original = g.clone();
+    auto pass = make_recognize_attention();
+    run_pass(*pass, g, !broadcast_mask);
+    EXPECT_EQ(op_counts(g).count("attention"), broadcast_mask ? 0u : 1u);
+    EXPECT_TRUE(same_outputs(original, g,
+                             {random_tensor({2, 3, 4, 8}, 5), random_tensor({2, 4, 3, 8}, 6),
+                              random_tensor({2, 3, 4, 8}, 7)},
+                             1e-4, 1e-5));
+  }
 }
 
 }  // namespace

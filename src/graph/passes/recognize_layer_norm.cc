@@ -9,6 +9,10 @@
 // -> layer_norm(x, gamma or ones, beta) with axis = rank - k and epsilon = eps. Every intermediate
 // must have no use outside the pattern (d is read by the square and the normalization only).
 // Reductions over other axes (not a suffix of the dims) are left alone.
+//
+// RMS normalization the same way, without the mean (float32): std = sqrt(reduce_mean(x * x or
+// pow(x, 2)) + eps), y = x / std (or times its reciprocal), optionally y * gamma ->
+// rms_norm(x, gamma or ones). Here x may have other users (the residual stream of LLaMA or T5).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -64,10 +68,40 @@ struct LayerNormMatch {
   double epsilon = 0;
   Value *y = nullptr;         // the value layer_norm's output replaces
   std::vector<Node *> nodes;  // producers before users
+  bool rms = false;           // RMS norm: no mean subtracted, no bias
 };
 
 bool same_type(const Value *a, const Value *b) {
   return a->dtype() == b->dtype() && same_shape(a, b);
+}
+
+// The optional affine part after the normalization, y * scale (+ bias): each step must keep x's
+// shape (the parameter broadcasts into x). RMS norm takes no bias.
+std::optional<LayerNormMatch> with_affine_part(const Graph &graph, LayerNormMatch m, DType dt) {
+  // Optional affine part: each step must keep x's shape (the parameter broadcasts into x).
+  if (Node *times = sole_user_if(graph, m.y, "mul")) {
+    Value *gamma = other_input(times, m.y);
+    if (gamma && same_type(times->output(), m.x)) {
+      m.scale = gamma;
+      m.nodes.push_back(times);
+      m.y = times->output();
+    }
+  }
+  if (Node *plus = m.rms ? nullptr : sole_user_if(graph, m.y, "add")) {
+    Value *beta = other_input(plus, m.y);
+    if (beta && same_type(plus->output(), m.x)) {
+      m.bias = beta;
+      m.nodes.push_back(plus);
+      m.y = plus->output();
+    }
+  }
+  if (!m.scale) {  // layer_norm needs a scale: ones over the normalized dims
+    const Shape s = known_shape(m.x)->dims;
+    for (size_t i = m.axis; i < s.rank(); ++i)
+      if (s[i] == kUnknownDim) return std::nullopt;
+    if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
+  }
+  return m;
 }
 
 // sub(x, mean) -> ... Starts at the subtraction because d is the value the pattern pivots on.
@@ -137,30 +171,48 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
   m.y = normalize->output();
   if (!same_type(m.y, m.x)) return std::nullopt;
 
-  // Optional affine part: each step must keep x's shape (the parameter broadcasts into x).
-  if (Node *times = sole_user_if(graph, m.y, "mul")) {
-    Value *gamma = other_input(times, m.y);
-    if (gamma && same_type(times->output(), m.x)) {
-      m.scale = gamma;
-      m.nodes.push_back(times);
-      m.y = times->output();
-    }
+  return with_affine_part(graph, std::move(m), dt);
+}
+
+// square(x) -> reduce_mean -> + eps -> sqrt, then x / std, x * reciprocal(std) or x * (1 / std):
+// RMS norm (LLaMA's, T5's). x may have other users (the residual stream). Float32 only.
+std::optional<LayerNormMatch> match_rms_norm(const Graph &graph, Node *square) {
+  LayerNormMatch m;
+  m.rms = true;
+  m.x = square->input(0);
+  const bool is_square =
+      (square->op() == "mul" && square->input(1) == m.x) ||
+      (square->op() == "pow" && square->inputs().size() == 2 && scalar_near(square->input(1), 2.0));
+  if (!is_square || m.x->dtype() != DType::Float32) return std::nullopt;
+  Node *var = sole_user_if(graph, square->output(), "reduce_mean");
+  const auto axis = var ? suffix_reduction_axis(var) : std::nullopt;
+  if (!axis) return std::nullopt;
+  m.axis = *axis;
+  Node *plus_eps = sole_user_if(graph, var->output(), "add");
+  const auto eps_value = scalar_constant(other_input(plus_eps, var->output()));
+  if (!eps_value || !(*eps_value >= 0) || !std::isfinite(*eps_value)) return std::nullopt;
+  m.epsilon = *eps_value;
+  Node *sqrt = sole_user_if(graph, plus_eps->output(), "sqrt");
+  if (!sqrt || !has_single_use(graph, sqrt->output())) return std::nullopt;
+  Value *std_dev = sqrt->output();
+  m.nodes = {square, var, plus_eps, sqrt};
+  Node *normalize = std_dev->users().front();
+  if (normalize->op() == "div" && normalize->input(0) == m.x && normalize->input(1) == std_dev) {
+    // x / std
+  } else if (normalize->op() == "reciprocal" ||
+             (normalize->op() == "div" && scalar_near(normalize->input(0), 1.0) &&
+              normalize->input(1) == std_dev)) {
+    Node *inv = normalize;
+    normalize = sole_user_if(graph, inv->output(), "mul");
+    if (!normalize || other_input(normalize, inv->output()) != m.x) return std::nullopt;
+    m.nodes.push_back(inv);
+  } else {
+    return std::nullopt;
   }
-  if (Node *plus = sole_user_if(graph, m.y, "add")) {
-    Value *beta = other_input(plus, m.y);
-    if (beta && same_type(plus->output(), m.x)) {
-      m.bias = beta;
-      m.nodes.push_back(plus);
-      m.y = plus->output();
-    }
-  }
-  if (!m.scale) {  // layer_norm needs a scale: ones over the normalized dims
-    const Shape s = known_shape(m.x)->dims;
-    for (size_t i = m.axis; i < s.rank(); ++i)
-      if (s[i] == kUnknownDim) return std::nullopt;
-    if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
-  }
-  return m;
+  m.nodes.push_back(normalize);
+  m.y = normalize->output();
+  if (!same_type(m.y, m.x)) return std::nullopt;
+  return with_affine_part(graph, std::move(m), DType::Float32);
 }
 
 Tensor ones(const Shape &shape, DType dtype) {
@@ -183,8 +235,11 @@ class RecognizeLayerNorm final : public Pass {
     std::unordered_set<const Node *> removed;
     // Each match is applied before the next is sought: a rewrite can replace the x of a later one.
     for (Node *node : graph.topological_order()) {
-      if (removed.count(node) || node->op() != "sub") continue;
-      std::optional<LayerNormMatch> m = match_layer_norm(graph, node);
+      if (removed.count(node)) continue;
+      std::optional<LayerNormMatch> m = node->op() == "sub" ? match_layer_norm(graph, node)
+                                        : node->op() == "pow" || node->op() == "mul"
+                                            ? match_rms_norm(graph, node)
+                                            : std::nullopt;
       if (!m) continue;
       // Skip patterns already left dead by another pass: replacing them gains nothing.
       if (m->y->users().empty() && !is_graph_output(graph, m->y)) continue;
@@ -198,11 +253,11 @@ class RecognizeLayerNorm final : public Pass {
       }
       std::vector<Value *> inputs = {m->x, scale};
       if (m->bias) inputs.push_back(m->bias);
-      Node *ln = graph.add_node("layer_norm", inputs,
+      Node *ln = graph.add_node(m->rms ? "rms_norm" : "layer_norm", inputs,
                                 {{"axis", int64_t(m->axis)}, {"epsilon", m->epsilon}}, name);
       graph.replace_all_uses(m->y, ln->output(0));
-      ctx.note("recognized layer norm over axis ", m->axis, " (", node_labels(m->nodes),
-               ") -> layer_norm '", ln->name(), "'");
+      ctx.note("recognized ", m->rms ? "RMS" : "layer", " norm over axis ", m->axis, " (",
+               node_labels(m->nodes), ") -> ", ln->op(), " '", ln->name(), "'");
       // The matched nodes are dead now; removing them here keeps a second run from matching them.
       for (auto it = m->nodes.rbegin(); it != m->nodes.rend(); ++it) {
         removed.insert(*it);

@@ -3,6 +3,8 @@
 // runtime's pool; each row is two passes (mean, then centered variance, in double for accuracy)
 // and a fused normalize-scale-shift pass. Every other case falls back to the reference kernel.
 //
+// rms_norm for float32 the same way, over the trailing dims, with a scale per normalized position.
+//
 // And instance_norm / group_norm for float32: the same two passes per (image, group of
 // channels), in double lanes the compiler can vectorize, items in parallel, then each channel
 // normalized with its scale and bias (or its group's, with scale_per_group).
@@ -90,6 +92,45 @@ void layer_norm_f32(KernelContext &ctx) {
   });
 }
 
+// rms_norm over the trailing dims from `axis`, scale one value per normalized position (any
+// leading 1s): per row, the mean square in double lanes, then y = x * inv_rms * scale.
+void rms_norm_f32(KernelContext &ctx) {
+  const Tensor &tx = ctx.input(0), &scale = ctx.input(1);
+  const Shape &shape = tx.shape();
+  const size_t axis = shape.normalize_axis(ctx.attrs.get_int("axis", -1));
+  int64_t d = 1;
+  for (size_t i = axis; i < shape.rank(); ++i) d *= shape[i];
+  bool fast = scale.dtype() == DType::Float32 && scale.numel() == d && d > 0;
+  for (size_t i = 0; fast && i < scale.rank(); ++i) {  // scale's dims are x's normalized dims
+    const size_t from_end = scale.rank() - i;
+    fast = from_end > shape.rank() - axis ? scale.shape()[i] == 1
+                                          : scale.shape()[i] == shape[shape.rank() - from_end];
+  }
+  if (!fast) return run_reference_kernel(ctx);
+  const int64_t rows = tx.numel() / d;
+  const float *x = tx.data<float>(), *g = scale.data<float>();
+  float *y = ctx.output(0).data<float>();
+  const double eps = ctx.attrs.get_float("epsilon", 1e-5);
+  ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *xr = x + r * d;
+      float *yr = y + r * d;
+      vec::run_best([&]() LUMEN_VEC_INLINE {
+        constexpr int kLanes = 8;
+        double lanes[kLanes] = {};
+        int64_t i = 0;
+        for (; i + kLanes <= d; i += kLanes)
+          for (int l = 0; l < kLanes; ++l) lanes[l] += double(xr[i + l]) * xr[i + l];
+        double squares = 0;
+        for (; i < d; ++i) squares += double(xr[i]) * xr[i];
+        for (int l = 0; l < kLanes; ++l) squares += lanes[l];
+        const float inv = float(1.0 / std::sqrt(squares / double(d) + eps));
+        for (int64_t j = 0; j < d; ++j) yr[j] = xr[j] * inv * g[j];
+      });
+    }
+  });
+}
+
 void channel_groups_norm_f32(KernelContext &ctx, int64_t groups, bool per_group_params) {
   const Tensor &tx = ctx.input(0);
   const Shape &shape = tx.shape();
@@ -140,6 +181,7 @@ void group_norm_f32(KernelContext &ctx) {
 }
 
 LUMEN_REGISTER_KERNEL("cpu", "layer_norm", layer_norm_f32, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "rms_norm", rms_norm_f32, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "instance_norm", instance_norm_f32, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "group_norm", group_norm_f32, DType::Float32);
 
