@@ -260,17 +260,36 @@ void Graph::infer_symbolic_shapes() {
   for (const auto &v : values_) v->symbolic_.reset();
   Symbols symbols = collect_symbols(inputs_);
   if (symbols.symbols.empty()) return;
-  // Sizes that are multiples of 32 first; then small ones (2 to 14) for the values that failed,
-  // in models whose dims are bounded (77 positions in CLIP's text encoder).
-  for (const int64_t scale : {32, 1}) {
-    const std::array<Probe, kProbes> probes = probes_at_scale(*this, symbols, scale);
-    bool all_found = true;
-    for (const auto &v : values_) {
-      if (v->has_shape_ || v->is_input_ || v->is_constant() || v->symbolic_) continue;
-      v->symbolic_ = symbolic_shape_of(v.get(), probes, symbols.symbols);
-      all_found = all_found && v->symbolic_;
+  // Three scales of sizes: multiples of 32, small ones (2 to 14: models whose dims are bounded,
+  // such as CLIP's 77 positions, fail the others) and multiples of 1024. A dim is fixed, or
+  // named, only when every scale that reaches the value agrees: min(seq, 77) is 77 for every
+  // multiple of 32 above 77 and seq below it, so it is neither.
+  std::vector<std::pair<std::array<Probe, kProbes>, std::vector<Symbol>>> scales;
+  for (const int64_t scale : {32, 1, 1024}) {
+    std::array<Probe, kProbes> probes = probes_at_scale(*this, symbols, scale);
+    scales.emplace_back(std::move(probes), symbols.symbols);  // the symbols' sizes at this scale
+  }
+  for (const auto &v : values_) {
+    if (v->has_shape_ || v->is_input_ || v->is_constant()) continue;
+    std::optional<SymbolicShape> agreed;
+    for (const auto &[probes, sized] : scales) {
+      const std::optional<SymbolicShape> seen = symbolic_shape_of(v.get(), probes, sized);
+      if (!seen) continue;
+      if (!agreed) {
+        agreed = seen;
+        continue;
+      }
+      if (seen->dims.rank() != agreed->dims.rank()) {
+        agreed.reset();
+        break;
+      }
+      for (size_t i = 0; i < seen->dims.rank(); ++i)
+        if (seen->dims[i] != agreed->dims[i] || seen->names[i] != agreed->names[i]) {
+          agreed->dims[i] = kUnknownDim;
+          agreed->names[i].clear();
+        }
     }
-    if (all_found) break;
+    v->symbolic_ = std::move(agreed);
   }
 }
 

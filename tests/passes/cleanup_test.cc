@@ -585,6 +585,28 @@ TEST(CleanupFoldSymbolicShapes, ExpandOfFixedDimsGetsConstantTarget) {
   EXPECT_TRUE(same_outputs(before, g, {random_tensor({5, 1, 4}, 7)}));
 }
 
+// CLIP's positions: a [1, 77] table sliced to the sequence length. For every multiple of 32
+// above 77 the slice is [1, 77], below it [1, seq]: neither a fixed dim nor a no-op slice.
+TEST(CleanupFoldSymbolicShapes, BoundedSliceStaysASlice) {
+  Graph g;
+  Value *x = g.add_input("x", {kUnknownDim, kUnknownDim});
+  g.set_dim_names(x, {"batch", "seq"});
+  Value *seq = g.add_op("gather", {g.add_op("shape", {x}), g.add_constant("one", ints({1}))},
+                        {{"axis", int64_t{0}}});
+  Value *positions =
+      g.add_op("slice",
+               {g.add_constant("table", Tensor::randn({1, 77}, 8)),
+                g.add_constant("zero", ints({0})), seq, g.add_constant("axis", ints({1}))},
+               {}, "positions");
+  g.mark_output(g.add_op("add", {x, positions}, {}, "y"));
+  g.infer_symbolic_shapes();
+  const Graph before = g.clone();
+  g.optimize(1);
+  EXPECT_EQ(count(g, "slice"), 1);
+  for (const Shape &shape : {Shape{2, 16}, Shape{1, 77}})
+    EXPECT_TRUE(same_outputs(before, g, {random_tensor(shape, 9)})) << shape.to_string();
+}
+
 // A graph without symbolic dims is not probed (constant folding handles its shape arithmetic).
 TEST(CleanupFoldSymbolicShapes, StaticGraphUnchanged) {
   Graph g;
