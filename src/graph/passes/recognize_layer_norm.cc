@@ -104,6 +104,16 @@ std::optional<LayerNormMatch> with_affine_part(const Graph &graph, LayerNormMatc
   return m;
 }
 
+// The match ending at `normalize` (x over the deviation), which must keep x's type, and its
+// optional affine part.
+std::optional<LayerNormMatch> with_normalized(const Graph &graph, LayerNormMatch m, Node *normalize,
+                                              DType dt) {
+  m.nodes.push_back(normalize);
+  m.y = normalize->output();
+  if (!same_type(m.y, m.x)) return std::nullopt;
+  return with_affine_part(graph, std::move(m), dt);
+}
+
 // sub(x, mean) -> ... Starts at the subtraction because d is the value the pattern pivots on.
 std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
   LayerNormMatch m;
@@ -167,11 +177,7 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
   } else {
     return std::nullopt;
   }
-  m.nodes.push_back(normalize);
-  m.y = normalize->output();
-  if (!same_type(m.y, m.x)) return std::nullopt;
-
-  return with_affine_part(graph, std::move(m), dt);
+  return with_normalized(graph, std::move(m), normalize, dt);
 }
 
 // square(x) -> reduce_mean -> + eps -> sqrt, then x / std, x * reciprocal(std) or x * (1 / std):
@@ -209,10 +215,7 @@ std::optional<LayerNormMatch> match_rms_norm(const Graph &graph, Node *square) {
   } else {
     return std::nullopt;
   }
-  m.nodes.push_back(normalize);
-  m.y = normalize->output();
-  if (!same_type(m.y, m.x)) return std::nullopt;
-  return with_affine_part(graph, std::move(m), DType::Float32);
+  return with_normalized(graph, std::move(m), normalize, DType::Float32);
 }
 
 Tensor ones(const Shape &shape, DType dtype) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/common/attention_dims.h"
 #include "backends/common/binary_functors.h"
 #include "backends/common/f64_io.h"
 #include "core/kernel.h"
@@ -37,24 +38,11 @@ void attention(KernelContext &ctx) {
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   const Tensor &tq = ctx.input(0), &tk = ctx.input(1), &tv = ctx.input(2);
   const DType dt = tq.dtype();
-  const bool rank3 = tq.shape().rank() == 3;
-  const int64_t batch = tq.shape()[0];
-  int64_t hq, hkv, sq, skv, dk, dv;
-  if (rank3) {
-    hq = ctx.attrs.get_int("q_num_heads", 1);
-    hkv = ctx.attrs.get_int("kv_num_heads", 1);
-    sq = tq.shape()[1];
-    skv = tk.shape()[1];
-    dk = tk.shape()[2] / hkv;
-    dv = tv.shape()[2] / hkv;
-  } else {
-    hq = tq.shape()[1];
-    hkv = tk.shape()[1];
-    sq = tq.shape()[2];
-    skv = tk.shape()[2];
-    dk = tk.shape()[3];
-    dv = tv.shape()[3];
-  }
+  // Plain variables, not a structured binding: lambdas capture them (clang before 16 cannot).
+  const AttentionDims dims = attention_dims(ctx);
+  const bool rank3 = dims.rank3;
+  const int64_t batch = dims.batch, hq = dims.q_heads, hkv = dims.kv_heads, sq = dims.q_seq,
+                skv = dims.kv_seq, dk = dims.key_size, dv = dims.value_size;
   const int64_t past = ctx.has_input(4) ? ctx.input(4).shape()[2] : 0;
   const int64_t total = past + skv;
   const int64_t group = hq / hkv;
