@@ -253,25 +253,3 @@ def test_random_geometries(seed):
     if depthwise_taps > 1:  # a spatial conv: the chain runs blocked
         assert "nchwc_conv" in [s.op for s in compiled.executable.steps]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_first_conv_reads_its_plain_input(seed):
-    """A network's first conv (fewer input channels than a block: an RGB image) writes the blocked
-    layout itself from its plain input, with random kernels, strides, paddings, dilations and
-    maps whose last tile of 8 pixels is partial; then a depthwise and a pointwise conv."""
-    rng = np.random.default_rng(2000 + seed)
-    channels = int(rng.integers(1, 8))
-    k, stride, dilation = int(rng.integers(1, 8)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
-    pad = int(rng.integers(0, 4))
-    h, w = (int(v) for v in rng.integers(dilation * (k - 1) + 1, 40, 2))
-    c = Chain(channels, (h, w), int(rng.integers(1, 3)))
-    c.conv(16, kernel=k, stride=stride, pad=pad, dilation=dilation,
-           activation=["Relu", "HardSwish", "Sigmoid"][seed % 3])
-    c.conv(16, kernel=3, group=16, pad=1, activation="Relu")
-    c.conv(24)
-    compiled, got, want = run_both(c.model(), c.batch)
-    steps = compiled.executable.steps
-    assert [s.algorithm for s in steps].count("nchwc_plain_input") == 1, [s.op for s in steps]
-    assert "to_nchwc" not in [s.op for s in steps]
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

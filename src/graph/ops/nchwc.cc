@@ -7,8 +7,7 @@
 //   from_nchwc(x): the inverse.
 //   nchwc_conv(x, w, b?, z?): fused_conv (same attributes, activation included) on a blocked x,
 //     giving a blocked y; w, b stay [M, C / group, kH, kW] and [M]; z is blocked like y. C and M
-//     are multiples of c. With plain_input=1, x is a plain [N, C, H, W] image with any C (the
-//     first conv of a network reads 3 channels) and only y is blocked.
+//     are multiples of c.
 #include <vector>
 
 #include "graph/op_schema.h"
@@ -51,10 +50,7 @@ std::vector<TensorType> infer_from_nchwc(const InferContext &ctx) {
 std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
   const int64_t block = block_of(ctx);
   // fused_conv's inference on the unblocked types checks everything else.
-  const bool plain_input = ctx.attrs.get_int("plain_input", 0) != 0;
-  const TensorType x{
-      ctx.input(0).dtype,
-      plain_input ? ctx.input(0).shape : unblocked(ctx, ctx.input(0).shape, block, "input x")};
+  const TensorType x{ctx.input(0).dtype, unblocked(ctx, ctx.input(0).shape, block, "input x")};
   std::vector<const TensorType *> inputs(ctx.inputs.begin(), ctx.inputs.end());
   inputs[0] = &x;
   TensorType z;
@@ -64,7 +60,6 @@ std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
   }
   Attributes attrs = ctx.attrs;
   attrs.erase("block");
-  attrs.erase("plain_input");
   auto out = get_op("fused_conv")
                  .infer(InferContext{.inputs = inputs,
                                      .attrs = attrs,

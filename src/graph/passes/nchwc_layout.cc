@@ -23,7 +23,6 @@
 // packed GEMM on DenseNet-121's 128 -> 1024-channel 1x1 convs, so the layout changes around its
 // dense 3x3 convs made the model 2-5% slower; a 1x1 depthwise conv (a batch norm folded into one)
 // is a per-channel affine map that does not count. LUMEN_NCHWC=0 turns the pass off (to compare).
-#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -74,21 +73,6 @@ bool covered_conv(const Node *n) {
   const bool grouped = group > 1 && ws[1] * group == c && ws[1] % kBlock == 0 &&
                        (m / group) % kBlock == 0 && m % group == 0;
   return pointwise || depthwise || grouped;
-}
-
-// A network's first conv: one group over fewer channels than a block (an RGB image), constant
-// weights, output channels in whole blocks, no residual. Where its output only enters converted
-// chains, it reads its plain input and writes the blocked output itself (nchwc_conv with
-// plain_input): no reorder of its output, and no im2col packing of a 27-deep GEMM.
-bool plain_input_conv(const Node *n) {
-  if ((n->op() != "conv2d" && n->op() != "fused_conv") || n->inputs().size() > 3) return false;
-  const Value *x = n->input(0), *w = n->input(1);
-  if (!float_image(x) || !x->shape().is_static() || !w->is_constant() || w->shape().rank() != 4 ||
-      w->dtype() != DType::Float32 || n->attrs().get_int("group", 1) != 1)
-    return false;
-  const int64_t c = x->shape()[1];
-  return c > 0 && c < kBlock && w->shape()[1] == c && blockable_channels(w->shape()[0]) &&
-         n->attrs().get_string("auto_pad", "NOTSET") == "NOTSET";
 }
 
 // Whether a covered conv is more than a per-channel affine map (a 1x1 depthwise conv).
@@ -182,28 +166,15 @@ class NchwcLayout final : public Pass {
       }
 
     std::map<const Value *, Value *> blocked;  // plain value -> its blocked twin
-    const auto converted = [&](Node *n) { return chains.has(n) && worth[chains.root(n)].enough(); };
     const auto blocked_of = [&](Value *plain) {
       if (auto it = blocked.find(plain); it != blocked.end()) return it->second;
-      Node *p = plain->producer();
-      const bool only_chains = !is_graph_output(graph, plain) &&
-                               std::all_of(plain->users().begin(), plain->users().end(), converted);
-      if (p && only_chains && plain_input_conv(p)) {
-        Attributes attrs = p->attrs();
-        attrs.set("block", kBlock);
-        attrs.set("plain_input", int64_t{1});
-        Value *b = graph.add_op("nchwc_conv", p->inputs(), attrs, graph.fresh_name(p->name()));
-        ctx.note(p->op(), " ", p->name(), " writes the blocked layout from its plain input");
-        blocked[plain] = b;
-        return b;
-      }
       Value *b = graph.add_op("to_nchwc", {plain}, block_attrs(), graph.fresh_name(plain->name()));
       blocked[plain] = b;
       return b;
     };
     bool changed = false;
     for (Node *n : order) {
-      if (!converted(n)) continue;
+      if (!chains.has(n) || !worth[chains.root(n)].enough()) continue;
       Value *y = nullptr;
       const std::string name = graph.fresh_name(n->name());
       if (covered_conv(n)) {

@@ -7,10 +7,7 @@
 // - grouped (groups of whole blocks, any kernel): per (image, group, filter group, band of rows),
 //   a zero-padded copy of the band's input rows, then the tile sums every tap;
 // - depthwise: per (image, channel block, band of rows), each output's taps one vector
-//   multiply-add each; a 1x1 depthwise conv is one affine pass;
-// - plain input (a network's first conv: 3 input channels, no blocks to read): per (image,
-//   output block, band of rows), every tap one input value times the block's 8 weights, added
-//   into the output row where it lies, so the image is never reordered or im2col-packed.
+//   multiply-add each; a 1x1 depthwise conv is one affine pass.
 // Activations that are clamps (relu, clip) are applied in registers, the others over each work
 // item's output right after it, while it is in cache. Without AVX2 the same loops run as plain
 // C++.
@@ -18,7 +15,6 @@
 // to_nchwc / from_nchwc: 8x8 transposes, one work item per (image, channel block).
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -69,7 +65,7 @@ void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
 
 using cpu::AlignedFloats;
 
-enum class ConvKind { kPointwise, kDepthwise, kGrouped, kPlainInput };
+enum class ConvKind { kPointwise, kDepthwise, kGrouped };
 
 struct Geometry {
   int64_t n, cb, h, w;  // input [n, cb, h, w, 8]
@@ -83,7 +79,6 @@ struct Geometry {
 // unpadded. Depthwise: one channel per group. Grouped: any other conv whose groups hold whole
 // blocks (a dense conv is one group), any kernel.
 ConvKind kind_of(const Attributes &attrs, const Shape &x, const Shape &w) {
-  if (attrs.get_int("plain_input", 0) != 0) return ConvKind::kPlainInput;
   const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
   const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
   const int64_t group = attrs.get_int("group", 1);
@@ -95,8 +90,7 @@ ConvKind kind_of(const Attributes &attrs, const Shape &x, const Shape &w) {
 
 Geometry geometry_of(const KernelContext &ctx) {
   const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
-  const bool plain = ctx.attrs.get_int("plain_input", 0) != 0;
-  if ((plain ? x.rank() != 4 : x.rank() != 5 || x[4] != kBlock) || y.rank() != 5 || y[4] != kBlock)
+  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock)
     ctx.fail("the CPU kernel takes block ", kBlock, " only; got input ", x.to_string(), ", output ",
              y.to_string());
   const auto strides = ctx.attrs.get_ints("strides", {1, 1});
@@ -110,10 +104,6 @@ Geometry geometry_of(const KernelContext &ctx) {
   g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
   g.group = group;
   g.kind = kind_of(ctx.attrs, x, w);
-  if (g.kind == ConvKind::kPlainInput) {  // cb counts channels here, not blocks
-    if (group != 1 || w[1] != x[1]) ctx.fail("a plain-input conv takes one group");
-    return g;
-  }
   const int64_t cg = w[1], mg = group > 0 ? g.mb * kBlock / group : 0;
   if (g.kind != ConvKind::kDepthwise &&
       (group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * group != g.cb * kBlock))
@@ -146,14 +136,6 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
   const int64_t m = w.shape()[0], cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
   packed->data.resize(static_cast<size_t>(w.numel()));
   float *dst = packed->data.data();
-  if (kind == ConvKind::kPlainInput) {  // [M / 8][cg][taps][8]
-    for (int64_t o = 0; o < m; ++o)
-      for (int64_t k = 0; k < cg; ++k)
-        for (int64_t t = 0; t < taps; ++t)
-          dst[(((o / kBlock) * cg + k) * taps + t) * kBlock + o % kBlock] =
-              src[(o * cg + k) * taps + t];
-    return packed;
-  }
   if (kind == ConvKind::kDepthwise) {
     for (int64_t c = 0; c < m; ++c)
       for (int64_t t = 0; t < taps; ++t)
@@ -186,10 +168,9 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   if (group < 1 || w->shape()[0] % group != 0 ||
       (kind != ConvKind::kDepthwise && (w->shape()[0] / group) % kBlock != 0))
     return nullptr;
-  ctx.algorithm = kind == ConvKind::kDepthwise    ? "nchwc_depthwise"
-                  : kind == ConvKind::kPointwise  ? "nchwc_pointwise"
-                  : kind == ConvKind::kPlainInput ? "nchwc_plain_input"
-                                                  : "nchwc_grouped";
+  ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
+                  : kind == ConvKind::kPointwise ? "nchwc_pointwise"
+                                                 : "nchwc_grouped";
   return pack(*w, group, kind);
 }
 
@@ -465,68 +446,6 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   });
 }
 
-// One block of 8 floats as a GCC/clang vector: a single AVX register in run_best's AVX2 build.
-typedef float Block8 __attribute__((vector_size(kBlock * sizeof(float))));
-
-// Plain input x [n, C, h, w] (g.cb = C), blocked output. Items are (image, band of output rows).
-// Per output row, the C * kh input rows it reads are copied once, zero-padded, then every output
-// block is computed in tiles of 8 pixels, their 8 accumulators in registers across all taps (one
-// weight vector and 8 broadcast inputs per tap).
-void run_plain_input(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
-                     const ConvRun &r) {
-  const int64_t taps = g.kh * g.kw, row_floats = g.ow * kBlock;
-  // One padded input row, long enough for whole tiles (the last tile's extra pixels read zeros).
-  const int64_t padded = (ceil_div(g.ow, kBlock) * kBlock - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-  const int64_t row_work = std::max<int64_t>(1, g.mb * g.ow * g.cb * taps * kBlock);
-  const int64_t band = std::clamp<int64_t>((int64_t{1} << 16) / row_work, 1, g.oh);
-  const int64_t bands = ceil_div(g.oh, band);
-  pool.parallel_for(g.n * bands, 1, [&](int64_t begin, int64_t end) {
-    thread_local AlignedFloats rows;
-    rows.resize(static_cast<size_t>(g.cb * g.kh * padded));
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / bands, bi = item % bands;
-      for (int64_t oy = bi * band; oy < std::min(g.oh, (bi + 1) * band); ++oy) {
-        float *pad = rows.data();
-        for (int64_t c = 0; c < g.cb; ++c)
-          for (int64_t ky = 0; ky < g.kh; ++ky) {
-            float *dst = pad + (c * g.kh + ky) * padded;
-            const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-            std::fill(dst, dst + padded, 0.0f);
-            if (iy < 0 || iy >= g.h) continue;
-            const float *src = r.x + ((n * g.cb + c) * g.h + iy) * g.w;
-            const int64_t from = std::max<int64_t>(0, g.pl), to = std::min(padded, g.w + g.pl);
-            if (to > from) std::copy(src + from - g.pl, src + to - g.pl, dst + from);
-          }
-        for (int64_t ob = 0; ob < g.mb; ++ob) {
-          const int64_t at = ((n * g.mb + ob) * g.oh + oy) * row_floats;
-          float *y = r.y + at;
-          const float *w = packed.data.data() + ob * g.cb * taps * kBlock;
-          vec::run_best([&]() LUMEN_VEC_INLINE {
-            Block8 bias{};
-            if (r.bias) std::memcpy(&bias, r.bias + ob * kBlock, sizeof bias);
-            for (int64_t q0 = 0; q0 < g.ow; q0 += kBlock) {
-              const int64_t count = std::min<int64_t>(kBlock, g.ow - q0);
-              Block8 acc[kBlock];
-              for (auto &a : acc) a = bias;
-              for (int64_t c = 0; c < g.cb; ++c)
-                for (int64_t ky = 0; ky < g.kh; ++ky)
-                  for (int64_t kx = 0; kx < g.kw; ++kx) {
-                    Block8 wv;
-                    std::memcpy(&wv, w + (c * taps + ky * g.kw + kx) * kBlock, sizeof wv);
-                    const float *xr = pad + (c * g.kh + ky) * padded + kx * g.dw + q0 * g.sw;
-                    for (int64_t j = 0; j < kBlock; ++j) acc[j] += xr[j * g.sw] * wv;
-                  }
-              for (int64_t j = 0; j < count; ++j)
-                std::memcpy(y + (q0 + j) * kBlock, &acc[j], sizeof acc[j]);
-            }
-          });
-          r.epilogue.apply(y, row_floats, nullptr, r.residual ? r.residual + at : nullptr);
-        }
-      }
-    }
-  });
-}
-
 void nchwc_conv(KernelContext &ctx) {
   const Geometry g = geometry_of(ctx);
   std::shared_ptr<PackedWeights> owned;
@@ -553,8 +472,6 @@ void nchwc_conv(KernelContext &ctx) {
       return run_pointwise(ctx.pool, g, *packed, r);
     case ConvKind::kGrouped:
       return run_grouped(ctx.pool, g, *packed, r);
-    case ConvKind::kPlainInput:
-      return run_plain_input(ctx.pool, g, *packed, r);
   }
 }
 

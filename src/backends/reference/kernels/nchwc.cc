@@ -57,14 +57,13 @@ Tensor unblock(const Tensor &blocked) {
 void nchwc_conv(KernelContext &ctx) {
   const KernelFn fused_conv = kernel_registry("reference").find("fused_conv", DType::Float32);
   if (!fused_conv) ctx.fail("no reference fused_conv kernel");
-  const Tensor x = ctx.attrs.get_int("plain_input", 0) != 0 ? ctx.input(0) : unblock(ctx.input(0));
+  const Tensor x = unblock(ctx.input(0));
   std::optional<Tensor> z;
   if (ctx.has_input(3)) z = unblock(ctx.input(3));
   Tensor &y = ctx.output(0);
   Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
   Attributes attrs = ctx.attrs;
   attrs.erase("block");
-  attrs.erase("plain_input");
   KernelContext inner{
       .inputs = {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, z ? &*z : nullptr},
       .outputs = {&plain_y},
