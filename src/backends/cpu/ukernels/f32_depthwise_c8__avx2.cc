@@ -156,6 +156,39 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
   const int64_t j0 = std::min(d.ow, (d.pl + d.sw - 1) / d.sw);
   const int64_t j1 =
       d.w - 1 - span + d.pl < 0 ? 0 : std::clamp((d.w - 1 - span + d.pl) / d.sw + 1, j0, d.ow);
+  // Input rows [top, top + count) zero-padded into scratch, `cols` vectors each.
+  const auto copy_rows = [&](int64_t top, int64_t count) {
+    for (int64_t r = 0; r < count; ++r) {
+      float *trow = scratch + r * cols * kLanes;
+      const int64_t ir = top + r;
+      if (!zero_padding(d, ir, trow, cols, c0, c1)) continue;
+      const float *xrow = d.x + (ir * d.w + c0 - d.pl) * kLanes;
+      for (int64_t c = c0; c < c1; ++c)
+        _mm256_store_ps(trow + c * kLanes, _mm256_loadu_ps(xrow + (c - c0) * kLanes));
+    }
+  };
+  const auto finish_row = [&](int64_t i) {
+    float *out = d.y + i * d.ow * kLanes;
+    const float *res = residual ? residual + i * d.ow * kLanes : nullptr;
+    for (int64_t j = 0; j < d.ow * kLanes; j += kLanes) {
+      __m256 v = _mm256_load_ps(out + j);
+      if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
+      _mm256_store_ps(out + j, _mm256_min_ps(hi, _mm256_max_ps(lo, v)));
+    }
+  };
+  // Where columns with taps outside the row are a quarter of the outputs or more (small maps,
+  // large kernels: 5x5 on 7x7 to 28x28), each such column would sum its taps one by one: the
+  // band's input rows are copied zero-padded once instead, and every output row reads the copy.
+  const int64_t band_rows = d.padded_rows(row_end - row_begin);
+  if ((j1 - j0) * 4 < d.ow * 3 && band_rows <= d.padded_rows(f32_depthwise_strip(d, kLanes))) {
+    copy_rows(row_begin * d.sh - d.pt, band_rows);
+    for (int64_t i = row_begin; i < row_end; ++i) {
+      row(scratch + (i - row_begin) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw,
+          d.dh * cols * kLanes, col_step, wv, bias, d.y + i * d.ow * kLanes);
+      finish_row(i);
+    }
+    return;
+  }
   for (int64_t i = row_begin; i < row_end; ++i) {
     float *out = d.y + i * d.ow * kLanes;
     const int64_t top = i * d.sh - d.pt;
@@ -176,23 +209,10 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
       for (int64_t j = 0; j < j0; ++j) border(j);
       for (int64_t j = j1; j < d.ow; ++j) border(j);
     } else {  // the rows this output row reads, zero-padded, as a one-row strip
-      const int64_t rows = d.padded_rows(1);
-      for (int64_t r = 0; r < rows; ++r) {
-        float *trow = scratch + r * cols * kLanes;
-        const int64_t ir = top + r;
-        if (!zero_padding(d, ir, trow, cols, c0, c1)) continue;
-        const float *xrow = d.x + (ir * d.w + c0 - d.pl) * kLanes;
-        for (int64_t c = c0; c < c1; ++c)
-          _mm256_store_ps(trow + c * kLanes, _mm256_loadu_ps(xrow + (c - c0) * kLanes));
-      }
+      copy_rows(top, d.padded_rows(1));
       row(scratch, d.ow, step, d.kh, d.kw, d.dh * cols * kLanes, col_step, wv, bias, out);
     }
-    const float *res = residual ? residual + i * d.ow * kLanes : nullptr;
-    for (int64_t j = 0; j < d.ow * kLanes; j += kLanes) {
-      __m256 v = _mm256_load_ps(out + j);
-      if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
-      _mm256_store_ps(out + j, _mm256_min_ps(hi, _mm256_max_ps(lo, v)));
-    }
+    finish_row(i);
   }
 }
 
