@@ -143,7 +143,7 @@ class FoldSymbolicShapes final : public Pass {
     const std::vector<Node *> order = graph.topological_order();
     for (Node *n : order) {
       for (Value *out : n->outputs()) {
-        if (!is_live(graph, out)) continue;
+        if (out->users().empty()) continue;  // dead, or a graph output only: nothing to gain
         std::optional<Tensor> value = fixed_value(probes, out);
         if (!value) continue;
         Value *constant = graph.add_constant(graph.fresh_name(out->name() + "_folded"), *value);

@@ -63,13 +63,18 @@ bool swaps_last_two(const Node *transpose) {
   return perm == std::vector<int64_t>{0, 1, 3, 2};
 }
 
-// The last dim of `a` and `b` is the same for every size of the symbolic dims.
-bool same_last_dim(const Value *a, const Value *b) {
+// Dim ia of `a` (counted from the end when negative) equals dim ib of `b` for every size of the
+// symbolic dims.
+bool same_dim(const Value *a, int64_t ia, const Value *b, int64_t ib) {
   const auto sa = known_shape(a), sb = known_shape(b);
-  if (!sa || !sb || sa->dims.rank() == 0 || sb->dims.rank() == 0) return false;
-  const size_t ia = sa->dims.rank() - 1, ib = sb->dims.rank() - 1;
-  if (sa->dims[ia] != sb->dims[ib]) return false;
-  return sa->dims[ia] != kUnknownDim || (!sa->names[ia].empty() && sa->names[ia] == sb->names[ib]);
+  if (!sa || !sb) return false;
+  const auto ra = static_cast<int64_t>(sa->dims.rank()), rb = static_cast<int64_t>(sb->dims.rank());
+  if (ia < 0) ia += ra;
+  if (ib < 0) ib += rb;
+  if (ia < 0 || ia >= ra || ib < 0 || ib >= rb) return false;
+  const auto i = static_cast<size_t>(ia), j = static_cast<size_t>(ib);
+  if (sa->dims[i] != sb->dims[j]) return false;
+  return sa->dims[i] != kUnknownDim || (!sa->names[i].empty() && sa->names[i] == sb->names[j]);
 }
 
 std::optional<AttentionMatch> match_attention(const Graph &graph, Node *out_matmul) {
@@ -106,7 +111,7 @@ std::optional<AttentionMatch> match_attention(const Graph &graph, Node *out_matm
     // every dim but the keys (ONNX Attention pads a shorter key dim instead of broadcasting it).
     for (size_t i = 0; i < 2 && !m.mask; ++i) {
       Value *s = add->input(i), *mask = add->input(1 - i);
-      if (!same_shape(s, logits) || mask->dtype() != DType::Float32 || !same_last_dim(mask, s))
+      if (!same_shape(s, logits) || mask->dtype() != DType::Float32 || !same_dim(mask, -1, s, -1))
         continue;
       const auto mask_rank = rank_of(mask);
       if (!mask_rank || *mask_rank > 4) continue;
@@ -131,8 +136,11 @@ std::optional<AttentionMatch> match_attention(const Graph &graph, Node *out_matm
   } else {
     m.k_transposed = kt;
   }
-  for (const Value *x : {m.q, kt, m.v})
-    if (x->dtype() != DType::Float32) return std::nullopt;
+  // One batch and one head count (matmul would broadcast them; attention does not).
+  for (const Value *x : {kt, m.v})
+    if (x->dtype() != DType::Float32 || !same_dim(x, 0, m.q, 0) || !same_dim(x, 1, m.q, 1))
+      return std::nullopt;
+  if (m.q->dtype() != DType::Float32) return std::nullopt;
   return m;
 }
 
