@@ -198,31 +198,42 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
 std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inputs,
                                                   StepTimer &timer) const {
   std::vector<Tensor> slots = initial_slots;
-  for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots[i]] = inputs[i];
-  std::vector<TensorType> types;
-  std::vector<Tensor> step_inputs;
+  // Each slot's type, inferred per step from the real shapes (graphs may have dims known only at
+  // run time): constants' from the compiled plan, the others' recorded once when the slot is
+  // written. Steps read types, values and kernel inputs through pointers: a step copies no Tensor
+  // and no Shape (their allocations were most of a small step's cost).
+  std::vector<TensorType> written(slots.size());
+  std::vector<const TensorType *> type_of(slots.size(), nullptr);
+  for (size_t s = 0; s < slots.size(); ++s)
+    if (initial_slots[s].defined()) type_of[s] = &initial_types[s];
+  const auto set_slot = [&](int s, Tensor t) {
+    written[s] = {t.dtype(), t.defined() ? t.shape() : Shape{}};
+    type_of[s] = &written[s];
+    slots[s] = std::move(t);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) set_slot(input_slots[i], inputs[i]);
+  std::vector<const TensorType *> in_types;
+  std::vector<const Tensor *> in_values;
   for (size_t si = 0; si < steps.size(); ++si) {
     const ExecutionStep &step = steps[si];
     timer.begin();
-    // Types are re-inferred from the real shapes: graphs may have dims known only at run time.
-    types.assign(step.inputs.size(), TensorType{});
-    step_inputs.assign(step.inputs.size(), Tensor());
-    InferContext ctx{.attrs = step.attrs, .op = step.schema->name, .node = step.node};
-    for (size_t i = 0; i < step.inputs.size(); ++i) {
-      if (step.inputs[i] < 0) {
-        ctx.inputs.push_back(nullptr);
-        ctx.values.push_back(nullptr);
-        continue;
-      }
-      step_inputs[i] = slots[step.inputs[i]];
-      types[i] = {step_inputs[i].dtype(), step_inputs[i].shape()};
-      ctx.inputs.push_back(&types[i]);
-      ctx.values.push_back(&step_inputs[i]);
+    in_types.clear();
+    in_values.clear();
+    for (int s : step.inputs) {
+      in_types.push_back(s >= 0 ? type_of[s] : nullptr);
+      in_values.push_back(s >= 0 ? &slots[s] : nullptr);
     }
     std::vector<Tensor> outs;
     if (step.builtin) {
+      std::vector<Tensor> step_inputs;
+      for (int s : step.inputs) step_inputs.push_back(s >= 0 ? slots[s] : Tensor());
       outs = step.builtin(step, step_inputs);
     } else {
+      InferContext ctx{.inputs = std::move(in_types),
+                       .attrs = step.attrs,
+                       .op = step.schema->name,
+                       .node = step.node,
+                       .values = std::move(in_values)};
       // The kernel sizes its outputs: inference would do its work a second time.
       const bool by_kernel = step.schema->kernel_sizes_outputs;
       std::vector<TensorType> out_types;
@@ -230,18 +241,20 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
         check_inputs(*step.schema, ctx);
       else
         out_types = infer_types(*step.schema, ctx);
+      in_types = std::move(ctx.inputs);
+      in_values = std::move(ctx.values);
       // A reshape-like step views its input's memory, as in a planned run; a graph output gets
       // its own copy (the caller keeps it, and it must not alias an input or a weight).
       if (step.schema->view && !by_kernel && !slot_is_output[step.outputs[0]] &&
-          step_inputs[0].device().is_host())
-        outs = {step_inputs[0].reshape(out_types[0].shape)};
+          in_values[0]->device().is_host())
+        outs.push_back(in_values[0]->reshape(out_types[0].shape));
       else
-        outs = run_kernel(step.kernel, *step.backend, step_inputs, by_kernel ? nullptr : &out_types,
+        outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
                           step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
                           step.prepared.get(),
                           step.unused_outputs.empty() ? nullptr : &step.unused_outputs);
     }
-    for (size_t i = 0; i < outs.size(); ++i) slots[step.outputs[i]] = std::move(outs[i]);
+    for (size_t i = 0; i < outs.size(); ++i) set_slot(step.outputs[i], std::move(outs[i]));
     for (int s : step.release) slots[s] = Tensor();
     timer.end(si);
   }

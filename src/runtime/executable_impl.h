@@ -102,7 +102,8 @@ class StepTimer {
 struct Executable::Impl {
   ThreadPool *pool = nullptr;
   std::vector<ValueInfo> slot_info;
-  std::vector<Tensor> initial_slots;  // constants filled in, everything else undefined
+  std::vector<Tensor> initial_slots;      // constants filled in, everything else undefined
+  std::vector<TensorType> initial_types;  // the constants' types, by slot (for dynamic runs)
   std::vector<int> input_slots;
   std::vector<int> output_slots;
   std::vector<bool> slot_is_output;  // by slot: the slot is one of output_slots

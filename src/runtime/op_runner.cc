@@ -31,14 +31,14 @@ void check_inputs(const OpSchema &schema, InferContext ctx) {
   }
 }
 
-std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
+std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
+                               const std::vector<const Tensor *> &inputs,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared,
                                const std::vector<bool> *unused) {
-  std::vector<Tensor> contiguous_inputs;
-  contiguous_inputs.reserve(inputs.size());
-  for (const Tensor &t : inputs) contiguous_inputs.push_back(t.defined() ? t.contiguous() : t);
+  std::vector<Tensor> copies;  // reserved: pointers into it stay valid
+  copies.reserve(inputs.size());
   std::vector<Tensor> outputs(types ? types->size() : num_outputs);
   if (types)
     for (size_t i = 0; i < types->size(); ++i)
@@ -46,7 +46,16 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vec
         outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
 
   KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
-  for (const Tensor &t : contiguous_inputs) ctx.inputs.push_back(t.defined() ? &t : nullptr);
+  for (const Tensor *t : inputs) {
+    if (!t || !t->defined()) {
+      ctx.inputs.push_back(nullptr);
+    } else if (t->is_contiguous()) {
+      ctx.inputs.push_back(t);
+    } else {
+      copies.push_back(t->contiguous());
+      ctx.inputs.push_back(&copies.back());
+    }
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     ctx.outputs.push_back(unused && (*unused)[i] ? nullptr : &outputs[i]);
   kernel(ctx);
@@ -76,7 +85,9 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
     out_types = infer_types(schema, ictx);
   const DType dtype = kernel_dtype(ictx.inputs);
   Backend &backend = select_backend(op, dtype, backend_name, op);
-  return run_kernel(backend.find_kernel(op, dtype), backend, inputs,
+  std::vector<const Tensor *> input_ptrs;
+  for (const Tensor &t : inputs) input_ptrs.push_back(&t);
+  return run_kernel(backend.find_kernel(op, dtype), backend, input_ptrs,
                     by_kernel ? nullptr : &out_types, by_kernel ? size_t(schema.num_outputs) : 0,
                     attrs, default_thread_pool(), op, op);
 }

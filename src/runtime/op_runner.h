@@ -25,7 +25,10 @@ void check_inputs(const OpSchema &schema, InferContext ctx);
 // Runs the kernel with inputs already checked; allocates and returns the outputs of `types`, or
 // with `types` null (OpSchema::kernel_sizes_outputs) `num_outputs` outputs the kernel allocates.
 // Outputs flagged in `unused` (OpSchema::optional_outputs) are not made: the kernel gets nullptr.
-std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend, const std::vector<Tensor> &inputs,
+// Inputs: nullptr (or an undefined tensor) for an omitted optional input; non-contiguous ones are
+// copied contiguous for the kernel.
+std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
+                               const std::vector<const Tensor *> &inputs,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared = nullptr,
