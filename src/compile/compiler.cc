@@ -254,11 +254,11 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   }
   last_use.resize(impl->slot_info.size(), -1);
   impl->slot_is_output.assign(impl->slot_info.size(), false);
+  for (int s : impl->output_slots) impl->slot_is_output[s] = true;
   impl->initial_types.resize(impl->slot_info.size());
   for (size_t s = 0; s < impl->slot_info.size(); ++s)
     if (const Tensor &c = impl->initial_slots[s]; c.defined())
       impl->initial_types[s] = {c.dtype(), c.shape(), impl->slot_info[s].element};
-  for (int s : impl->output_slots) impl->slot_is_output[s] = true;
   // Graph outputs, inputs and constants are never released early.
   for (int s : impl->output_slots) last_use[s] = -1;
   for (int s : impl->input_slots) last_use[s] = -1;

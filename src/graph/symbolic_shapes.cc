@@ -152,22 +152,35 @@ Probe run_probe(const Graph &graph, const std::map<const Value *, Shape> &input_
   return probe;
 }
 
-// Three probes with symbol s of size scale * probe_k(s, p) in probe p (sets the symbols' sizes).
-std::array<Probe, kProbes> probes_at_scale(const Graph &graph, Symbols &symbols, int64_t scale) {
-  for (size_t s = 0; s < symbols.symbols.size(); ++s)
-    for (size_t p = 0; p < kProbes; ++p) symbols.symbols[s].sizes[p] = scale * probe_k(s, p);
+// Three probes at one scale, and the symbols with the sizes they took in them.
+struct ScaleProbes {
   std::array<Probe, kProbes> probes;
-  for (size_t p = 0; p < kProbes; ++p) {
-    std::map<const Value *, Shape> shapes;
-    for (const auto &[in, dims] : symbols.of_input) {
-      std::vector<int64_t> sizes = in->shape().dims();
-      for (size_t i = 0; i < dims.size(); ++i)
-        if (dims[i] >= 0) sizes[i] = symbols.symbols[static_cast<size_t>(dims[i])].sizes[p];
-      shapes[in] = Shape(std::move(sizes));
+  std::vector<Symbol> symbols;
+};
+
+// Probes at three scales of sizes: multiples of 32 below 512; 2 to 14 (models whose dims are
+// bounded, such as CLIP's 77 positions, fail the others); multiples of 1024 (a threshold in the
+// model's own shape arithmetic, such as min(seq, 4096), shows up between them). In probe p of a
+// scale, symbol s has size scale * probe_k(s, p).
+std::vector<ScaleProbes> probe_scales(const Graph &graph, const Symbols &symbols) {
+  std::vector<ScaleProbes> scales;
+  for (const int64_t scale : {32, 1, 1024}) {
+    ScaleProbes &at = scales.emplace_back();
+    at.symbols = symbols.symbols;
+    for (size_t s = 0; s < at.symbols.size(); ++s)
+      for (size_t p = 0; p < kProbes; ++p) at.symbols[s].sizes[p] = scale * probe_k(s, p);
+    for (size_t p = 0; p < kProbes; ++p) {
+      std::map<const Value *, Shape> shapes;
+      for (const auto &[in, dims] : symbols.of_input) {
+        std::vector<int64_t> sizes = in->shape().dims();
+        for (size_t i = 0; i < dims.size(); ++i)
+          if (dims[i] >= 0) sizes[i] = at.symbols[static_cast<size_t>(dims[i])].sizes[p];
+        shapes[in] = Shape(std::move(sizes));
+      }
+      at.probes[p] = run_probe(graph, shapes);
     }
-    probes[p] = run_probe(graph, shapes);
   }
-  return probes;
+  return scales;
 }
 
 std::string term(int64_t coefficient, const std::string &name) {
@@ -248,32 +261,26 @@ std::optional<SymbolicShape> symbolic_shape_of(const Value *v,
 }  // namespace
 
 std::vector<Probe> probe_symbolic_dims(const Graph &graph) {
-  Symbols symbols = collect_symbols(graph.inputs());
+  const Symbols symbols = collect_symbols(graph.inputs());
   std::vector<Probe> out;
   if (symbols.symbols.empty()) return out;
-  for (const int64_t scale : {int64_t{32}, int64_t{1}, int64_t{1024}})
-    for (Probe &probe : probes_at_scale(graph, symbols, scale)) out.push_back(std::move(probe));
+  for (ScaleProbes &at : probe_scales(graph, symbols))
+    for (Probe &probe : at.probes) out.push_back(std::move(probe));
   return out;
 }
 
 void Graph::infer_symbolic_shapes() {
   for (const auto &v : values_) v->symbolic_.reset();
-  Symbols symbols = collect_symbols(inputs_);
+  const Symbols symbols = collect_symbols(inputs_);
   if (symbols.symbols.empty()) return;
-  // Three scales of sizes: multiples of 32, small ones (2 to 14: models whose dims are bounded,
-  // such as CLIP's 77 positions, fail the others) and multiples of 1024. A dim is fixed, or
-  // named, only when every scale that reaches the value agrees: min(seq, 77) is 77 for every
-  // multiple of 32 above 77 and seq below it, so it is neither.
-  std::vector<std::pair<std::array<Probe, kProbes>, std::vector<Symbol>>> scales;
-  for (const int64_t scale : {32, 1, 1024}) {
-    std::array<Probe, kProbes> probes = probes_at_scale(*this, symbols, scale);
-    scales.emplace_back(std::move(probes), symbols.symbols);  // the symbols' sizes at this scale
-  }
+  // A dim is fixed, or named, only when every scale that reaches the value agrees: min(seq, 77)
+  // is 77 for every multiple of 32 above 77 and seq below it, so it is neither.
+  const std::vector<ScaleProbes> scales = probe_scales(*this, symbols);
   for (const auto &v : values_) {
     if (v->has_shape_ || v->is_input_ || v->is_constant()) continue;
     std::optional<SymbolicShape> agreed;
-    for (const auto &[probes, sized] : scales) {
-      const std::optional<SymbolicShape> seen = symbolic_shape_of(v.get(), probes, sized);
+    for (const ScaleProbes &at : scales) {
+      const std::optional<SymbolicShape> seen = symbolic_shape_of(v.get(), at.probes, at.symbols);
       if (!seen) continue;
       if (!agreed) {
         agreed = seen;

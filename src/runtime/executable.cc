@@ -251,8 +251,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       else
         outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
                           step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                          step.prepared.get(),
-                          step.unused_outputs.empty() ? nullptr : &step.unused_outputs);
+                          step.prepared.get(), step.unused_outputs);
     }
     for (size_t i = 0; i < outs.size(); ++i) set_slot(step.outputs[i], std::move(outs[i]));
     for (int s : step.release) slots[s] = Tensor();

@@ -36,13 +36,14 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared,
-                               const std::vector<bool> *unused) {
+                               const std::vector<bool> &unused) {
+  const auto made = [&](size_t i) { return i >= unused.size() || !unused[i]; };
   std::vector<Tensor> copies;  // reserved: pointers into it stay valid
   copies.reserve(inputs.size());
   std::vector<Tensor> outputs(types ? types->size() : num_outputs);
   if (types)
     for (size_t i = 0; i < types->size(); ++i)
-      if (!unused || !(*unused)[i])
+      if (made(i))
         outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
 
   KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
@@ -57,10 +58,10 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    ctx.outputs.push_back(unused && (*unused)[i] ? nullptr : &outputs[i]);
+    ctx.outputs.push_back(made(i) ? &outputs[i] : nullptr);
   kernel(ctx);
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!outputs[i].defined() && !(unused && (*unused)[i]))
+    if (!outputs[i].defined() && made(i))
       fail("op '", op, "' (node '", node, "'): output ", i, " not made");
   return outputs;
 }

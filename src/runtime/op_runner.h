@@ -24,7 +24,8 @@ void check_inputs(const OpSchema &schema, InferContext ctx);
 
 // Runs the kernel with inputs already checked; allocates and returns the outputs of `types`, or
 // with `types` null (OpSchema::kernel_sizes_outputs) `num_outputs` outputs the kernel allocates.
-// Outputs flagged in `unused` (OpSchema::optional_outputs) are not made: the kernel gets nullptr.
+// Outputs flagged in `unused` (OpSchema::optional_outputs; shorter than the outputs or empty: the
+// rest are used) are not made: the kernel gets nullptr.
 // Inputs: nullptr (or an undefined tensor) for an omitted optional input; non-contiguous ones are
 // copied contiguous for the kernel.
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
@@ -32,6 +33,6 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared = nullptr,
-                               const std::vector<bool> *unused = nullptr);
+                               const std::vector<bool> &unused = {});
 
 }  // namespace lumen

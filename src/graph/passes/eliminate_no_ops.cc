@@ -14,11 +14,6 @@
 namespace lumen {
 namespace {
 
-// The same shape for every size of the graph's symbolic dims (see same_shape).
-bool same_known_shape(const Value *a, const Value *b) {
-  return a && b && same_shape(a, b);
-}
-
 bool is_identity_perm(const std::vector<int64_t> &perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     if (perm[i] != static_cast<int64_t>(i)) return false;
@@ -49,7 +44,7 @@ Value *neutral_operand_source(const Node *node, double neutral, bool constant_ma
   for (size_t c : {size_t{1}, size_t{0}}) {
     if (c == 0 && !constant_may_lead) continue;
     Value *x = node->input(1 - c);
-    if (constant_all_equal(node->input(c), neutral) && same_known_shape(x, out) &&
+    if (constant_all_equal(node->input(c), neutral) && same_shape(x, out) &&
         x->dtype() == out->dtype())
       return x;
   }
@@ -65,14 +60,14 @@ Value *no_op_source(const Node *node) {
   if (!x) return nullptr;
   if (op == "cast") return x->dtype() == out->dtype() ? x : nullptr;
   if (op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze" || op == "expand")
-    return same_known_shape(x, out) ? x : nullptr;
+    return same_shape(x, out) ? x : nullptr;
   if (op == "transpose") {
     if (node->attrs().has("perm"))
       return is_identity_perm(node->attrs().get_ints("perm", {})) ? x : nullptr;
     // The default perm reverses the dims: the identity only up to rank 1.
     return x->has_shape() && x->shape().rank() <= 1 ? x : nullptr;
   }
-  if (op == "slice") return same_known_shape(x, out) && forward_steps(node) ? x : nullptr;
+  if (op == "slice") return same_shape(x, out) && forward_steps(node) ? x : nullptr;
   if (op == "concat") return node->inputs().size() == 1 ? x : nullptr;
   if (op == "pad")
     return node->inputs().size() > 1 && constant_all_equal(node->input(1), 0) ? x : nullptr;

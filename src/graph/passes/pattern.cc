@@ -71,16 +71,33 @@ std::optional<SymbolicShape> known_shape(const Value *v) {
   return v->symbolic_shape();
 }
 
+namespace {
+
+// Dim i of a equals dim j of b for every size of the symbolic dims: equal fixed sizes, or the
+// same non-empty name.
+bool same_dim_of(const SymbolicShape &a, size_t i, const SymbolicShape &b, size_t j) {
+  if (a.dims[i] != b.dims[j]) return false;
+  return a.dims[i] != kUnknownDim || (!a.names[i].empty() && a.names[i] == b.names[j]);
+}
+
+}  // namespace
+
 bool same_shape(const Value *a, const Value *b) {
   const std::optional<SymbolicShape> sa = known_shape(a), sb = known_shape(b);
   if (!sa || !sb || sa->dims.rank() != sb->dims.rank()) return false;
-  for (size_t i = 0; i < sa->dims.rank(); ++i) {
-    const bool fixed = sa->dims[i] != kUnknownDim;
-    if (sa->dims[i] != sb->dims[i] ||
-        (!fixed && (sa->names[i].empty() || sa->names[i] != sb->names[i])))
-      return false;
-  }
+  for (size_t i = 0; i < sa->dims.rank(); ++i)
+    if (!same_dim_of(*sa, i, *sb, i)) return false;
   return true;
+}
+
+bool same_dim(const Value *a, int64_t ia, const Value *b, int64_t ib) {
+  const std::optional<SymbolicShape> sa = known_shape(a), sb = known_shape(b);
+  if (!sa || !sb) return false;
+  const auto ra = static_cast<int64_t>(sa->dims.rank()), rb = static_cast<int64_t>(sb->dims.rank());
+  if (ia < 0) ia += ra;
+  if (ib < 0) ib += rb;
+  if (ia < 0 || ia >= ra || ib < 0 || ib >= rb) return false;
+  return same_dim_of(*sa, static_cast<size_t>(ia), *sb, static_cast<size_t>(ib));
 }
 
 bool is_nondeterministic(std::string_view op) {

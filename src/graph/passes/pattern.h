@@ -56,6 +56,9 @@ std::optional<SymbolicShape> known_shape(const Value *v);
 // and the same named symbol (or expression of symbols) for each other dim.
 bool same_shape(const Value *a, const Value *b);
 
+// Dim ia of `a` equals dim ib of `b` the same way (negative indices count from the end).
+bool same_dim(const Value *a, int64_t ia, const Value *b, int64_t ib);
+
 // Ops whose result changes from run to run: never folded, never merged.
 bool is_nondeterministic(std::string_view op);
 

@@ -106,6 +106,7 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
   // Clean-up passes enable each other (folding exposes dead code and new constants), so the
   // list runs until nothing changes; the bound only guards against a pass that is not idempotent.
   constexpr int kMaxRounds = 8;
+  bool symbolic_current = false;  // symbolic shapes recomputed since the last change
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = false;
     for (auto &pass : passes) {
@@ -130,6 +131,7 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
         changed = true;
         // Passes match on symbolic shapes too (same_shape): keep them current.
         infer_symbolic_shapes();
+        symbolic_current = true;
         dumper.dump(*this, pass->name());
       }
       if (round == 0 || pass_changed) report.passes.push_back(std::move(record));
@@ -137,7 +139,7 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
     if (!changed) break;
   }
   verify();
-  infer_symbolic_shapes();
+  if (!symbolic_current) infer_symbolic_shapes();
   report.ops_after = op_counts(*this);
   return report;
 }

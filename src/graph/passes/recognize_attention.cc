@@ -63,20 +63,6 @@ bool swaps_last_two(const Node *transpose) {
   return perm == std::vector<int64_t>{0, 1, 3, 2};
 }
 
-// Dim ia of `a` (counted from the end when negative) equals dim ib of `b` for every size of the
-// symbolic dims.
-bool same_dim(const Value *a, int64_t ia, const Value *b, int64_t ib) {
-  const auto sa = known_shape(a), sb = known_shape(b);
-  if (!sa || !sb) return false;
-  const auto ra = static_cast<int64_t>(sa->dims.rank()), rb = static_cast<int64_t>(sb->dims.rank());
-  if (ia < 0) ia += ra;
-  if (ib < 0) ib += rb;
-  if (ia < 0 || ia >= ra || ib < 0 || ib >= rb) return false;
-  const auto i = static_cast<size_t>(ia), j = static_cast<size_t>(ib);
-  if (sa->dims[i] != sb->dims[j]) return false;
-  return sa->dims[i] != kUnknownDim || (!sa->names[i].empty() && sa->names[i] == sb->names[j]);
-}
-
 std::optional<AttentionMatch> match_attention(const Graph &graph, Node *out_matmul) {
   AttentionMatch m;
   m.y = out_matmul->output();
@@ -170,14 +156,9 @@ std::optional<std::pair<Value *, int64_t>> repeated_heads(const Graph &graph, Va
       sv->dims[1] != heads * n)
     return std::nullopt;
   // Batch, sequence and head size pass through unchanged.
-  for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
-    const size_t e = d == 0 ? 0 : d + 1;
-    const bool fixed = sx->dims[d] != kUnknownDim;
-    if (sx->dims[d] != sv->dims[d] || sx->dims[d] != se->dims[e]) return std::nullopt;
-    if (!fixed &&
-        (sx->names[d].empty() || sx->names[d] != sv->names[d] || sx->names[d] != se->names[e]))
+  for (int64_t d : {0, 2, 3})
+    if (!same_dim(x, d, v, d) || !same_dim(x, d, expand->output(), d == 0 ? 0 : d + 1))
       return std::nullopt;
-  }
   return std::make_pair(x, n);
 }
 

@@ -78,7 +78,6 @@ bool same_type(const Value *a, const Value *b) {
 // The optional affine part after the normalization, y * scale (+ bias): each step must keep x's
 // shape (the parameter broadcasts into x). RMS norm takes no bias.
 std::optional<LayerNormMatch> with_affine_part(const Graph &graph, LayerNormMatch m, DType dt) {
-  // Optional affine part: each step must keep x's shape (the parameter broadcasts into x).
   if (Node *times = sole_user_if(graph, m.y, "mul")) {
     Value *gamma = other_input(times, m.y);
     if (gamma && same_type(times->output(), m.x)) {
@@ -102,6 +101,21 @@ std::optional<LayerNormMatch> with_affine_part(const Graph &graph, LayerNormMatc
     if (dt != DType::Float32 && dt != DType::Float64) return std::nullopt;
   }
   return m;
+}
+
+// sqrt(var + eps) after the variance (or mean square) node `var`, eps a one-element constant
+// >= 0 (either order): the sqrt node, with m.epsilon set and the add and the sqrt appended to
+// m.nodes; nullptr when the pattern differs.
+Node *std_dev_after(const Graph &graph, Node *var, LayerNormMatch &m) {
+  Node *plus_eps = sole_user_if(graph, var->output(), "add");
+  const auto eps_value = scalar_constant(other_input(plus_eps, var->output()));
+  if (!eps_value || !(*eps_value >= 0) || !std::isfinite(*eps_value)) return nullptr;
+  Node *sqrt = sole_user_if(graph, plus_eps->output(), "sqrt");
+  if (!sqrt) return nullptr;
+  m.epsilon = *eps_value;
+  m.nodes.push_back(plus_eps);
+  m.nodes.push_back(sqrt);
+  return sqrt;
 }
 
 // The match ending at `normalize` (x over the deviation), which must keep x's type, and its
@@ -149,15 +163,10 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &graph, Node *sub) {
 
   Node *var = sole_user_if(graph, square->output(), "reduce_mean");
   if (!var || suffix_reduction_axis(var) != axis) return std::nullopt;
-  Node *plus_eps = sole_user_if(graph, var->output(), "add");
-  Value *eps = other_input(plus_eps, var->output());
-  const auto eps_value = scalar_constant(eps);
-  if (!eps_value || !(*eps_value >= 0) || !std::isfinite(*eps_value)) return std::nullopt;
-  m.epsilon = *eps_value;
-  Node *sqrt = sole_user_if(graph, plus_eps->output(), "sqrt");
+  m.nodes = {mean, sub, square, var};
+  Node *sqrt = std_dev_after(graph, var, m);
   if (!sqrt) return std::nullopt;
   Value *std_dev = sqrt->output();
-  m.nodes = {mean, sub, square, var, plus_eps, sqrt};
 
   // y = d / std, d * reciprocal(std) or d * (1 / std).
   if (normalize->op() == "div") {
@@ -194,14 +203,10 @@ std::optional<LayerNormMatch> match_rms_norm(const Graph &graph, Node *square) {
   const auto axis = var ? suffix_reduction_axis(var) : std::nullopt;
   if (!axis) return std::nullopt;
   m.axis = *axis;
-  Node *plus_eps = sole_user_if(graph, var->output(), "add");
-  const auto eps_value = scalar_constant(other_input(plus_eps, var->output()));
-  if (!eps_value || !(*eps_value >= 0) || !std::isfinite(*eps_value)) return std::nullopt;
-  m.epsilon = *eps_value;
-  Node *sqrt = sole_user_if(graph, plus_eps->output(), "sqrt");
+  m.nodes = {square, var};
+  Node *sqrt = std_dev_after(graph, var, m);
   if (!sqrt || !has_single_use(graph, sqrt->output())) return std::nullopt;
   Value *std_dev = sqrt->output();
-  m.nodes = {square, var, plus_eps, sqrt};
   Node *normalize = std_dev->users().front();
   if (normalize->op() == "div" && normalize->input(0) == m.x && normalize->input(1) == std_dev) {
     // x / std

@@ -15,6 +15,7 @@
 #include "backends/common/attention_dims.h"
 #include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/row_reductions.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
@@ -104,30 +105,7 @@ LUMEN_VEC_INLINE inline float finish_scores(float *s, int64_t n, int64_t j0, con
     for (int64_t j = a; j < z; ++j)
       if (!m[j * step]) s[j] = kNegInf;
   }
-  // The maximum in independent lanes, so the loop vectorizes.
-  constexpr int64_t kLanes = 16;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, kNegInf);
-  const int64_t body = a + (z - a) / kLanes * kLanes;
-  for (int64_t j = a; j < body; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = s[j + l] > lanes[l] ? s[j + l] : lanes[l];
-  float mx = kNegInf;
-  for (int64_t l = 0; l < kLanes; ++l) mx = lanes[l] > mx ? lanes[l] : mx;
-  for (int64_t j = body; j < z; ++j) mx = s[j] > mx ? s[j] : mx;
-  return mx;
-}
-
-// p = exp(s - max) in place; returns the sum.
-LUMEN_VEC_INLINE inline float exp_row(float *s, int64_t n, float max) {
-  constexpr int64_t kLanes = 16;
-  float lanes[kLanes] = {};
-  const int64_t body = n - n % kLanes;
-  for (int64_t j = 0; j < body; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += (s[j + l] = act::exp(s[j + l] - max));
-  float sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-  for (int64_t j = body; j < n; ++j) sum += (s[j] = act::exp(s[j] - max));
-  return sum;
+  return cpu::row_max(s + a, z - a);
 }
 
 void attention_f32(KernelContext &ctx) {
@@ -263,7 +241,7 @@ void attention_f32(KernelContext &ctx) {
                 continue;
               }
               const float correction = act::exp(m[r] - new_max);
-              l[r] = l[r] * correction + exp_row(sr, n, new_max);
+              l[r] = l[r] * correction + float(cpu::exp_sum<float, true>(sr, sr, n, new_max));
               m[r] = new_max;
               if (correction != 1.0f)
                 for (int64_t d = 0; d < dv; ++d) o[r * dv + d] *= correction;

@@ -24,10 +24,30 @@ bool last_axis_param(const Tensor &p, int64_t d) {
   return s.rank() >= 1 && s[s.rank() - 1] == d;
 }
 
+constexpr int kLanes = 8;
+
+// The sum of (x[i] - center)^2 over n floats, accumulated in double over independent lanes.
+double squares_about(const float *x, int64_t n, double center) {
+  double sq = 0;
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    double lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const double c = x[i + l] - center;
+        lanes[l] += c * c;
+      }
+    double s = 0;
+    for (; i < n; ++i) s += (x[i] - center) * (x[i] - center);
+    for (int l = 0; l < kLanes; ++l) s += lanes[l];
+    sq = s;
+  });
+  return sq;
+}
+
 // Mean and centered sum of squares of n floats, accumulated in double over independent lanes.
 void moments(const float *x, int64_t n, double &mean, double &squares) {
-  constexpr int kLanes = 8;
-  double sum = 0, sq = 0;
+  double sum = 0;
   vec::run_best([&]() LUMEN_VEC_INLINE {
     double lanes[kLanes] = {};
     int64_t i = 0;
@@ -39,21 +59,7 @@ void moments(const float *x, int64_t n, double &mean, double &squares) {
     sum = s;
   });
   mean = n > 0 ? sum / double(n) : 0.0;
-  const double m = mean;
-  vec::run_best([&]() LUMEN_VEC_INLINE {
-    double lanes[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const double c = x[i + l] - m;
-        lanes[l] += c * c;
-      }
-    double s = 0;
-    for (; i < n; ++i) s += (x[i] - m) * (x[i] - m);
-    for (int l = 0; l < kLanes; ++l) s += lanes[l];
-    sq = s;
-  });
-  squares = sq;
+  squares = squares_about(x, n, mean);
 }
 
 void layer_norm_f32(KernelContext &ctx) {
@@ -115,16 +121,8 @@ void rms_norm_f32(KernelContext &ctx) {
     for (int64_t r = b; r < e; ++r) {
       const float *xr = x + r * d;
       float *yr = y + r * d;
+      const float inv = float(1.0 / std::sqrt(squares_about(xr, d, 0.0) / double(d) + eps));
       vec::run_best([&]() LUMEN_VEC_INLINE {
-        constexpr int kLanes = 8;
-        double lanes[kLanes] = {};
-        int64_t i = 0;
-        for (; i + kLanes <= d; i += kLanes)
-          for (int l = 0; l < kLanes; ++l) lanes[l] += double(xr[i + l]) * xr[i + l];
-        double squares = 0;
-        for (; i < d; ++i) squares += double(xr[i]) * xr[i];
-        for (int l = 0; l < kLanes; ++l) squares += lanes[l];
-        const float inv = float(1.0 / std::sqrt(squares / double(d) + eps));
         for (int64_t j = 0; j < d; ++j) yr[j] = xr[j] * inv * g[j];
       });
     }

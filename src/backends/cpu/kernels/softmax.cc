@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "backends/common/activation_functors.h"
+#include "backends/cpu/row_reductions.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
@@ -17,37 +18,11 @@ namespace {
 constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly
 constexpr int64_t kBlock = 64;       // columns per block when the axis is not innermost
 
-// One contiguous row. Max and sum run in kLanes independent lanes so the loops vectorize (a
-// single running sum is a serial dependency the compiler may not reorder); exp is act::exp (the
-// polynomial for float32).
+// One contiguous row: max, exp-and-sum (cpu/row_reductions.h), then the scale or the log-sum.
 template <class T, bool kLog>
 LUMEN_VEC_INLINE inline void softmax_row(const T *x, T *y, int64_t len) {
-  constexpr int64_t kLanes = 16;
-  const int64_t body = len - len % kLanes;
-  T lane_max[kLanes], lane_sum[kLanes];
-  for (int64_t l = 0; l < kLanes; ++l) {
-    lane_max[l] = -std::numeric_limits<T>::infinity();
-    lane_sum[l] = T(0);
-  }
-  for (int64_t k = 0; k < body; k += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l)
-      lane_max[l] = x[k + l] > lane_max[l] ? x[k + l] : lane_max[l];
-  T max = -std::numeric_limits<T>::infinity();
-  for (int64_t l = 0; l < kLanes; ++l) max = lane_max[l] > max ? lane_max[l] : max;
-  for (int64_t k = body; k < len; ++k) max = x[k] > max ? x[k] : max;
-  for (int64_t k = 0; k < body; k += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const T e = act::exp(x[k + l] - max);
-      if constexpr (!kLog) y[k + l] = e;
-      lane_sum[l] += e;
-    }
-  double sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += lane_sum[l];
-  for (int64_t k = body; k < len; ++k) {
-    const T e = act::exp(x[k] - max);
-    if constexpr (!kLog) y[k] = e;
-    sum += e;
-  }
+  const T max = cpu::row_max(x, len);
+  const double sum = cpu::exp_sum<T, !kLog>(x, y, len, max);
   if constexpr (kLog) {
     const T lse = T(std::log(sum));
     for (int64_t k = 0; k < len; ++k) y[k] = (x[k] - max) - lse;
