@@ -113,7 +113,7 @@ def test_residual_inside_the_chain():
 def test_lone_conv_and_uncovered_convs_stay_plain():
     c = Chain(12, (8, 8), 1)                 # 12 channels: not a multiple of the block
     c.conv(16, activation="Relu")
-    c.conv(16, kernel=3, pad=1)             # a dense 3x3: not covered
+    c.conv(20, kernel=3, pad=1)             # 20 output channels: not whole blocks
     c.conv(24)                              # a lone pointwise conv
     compiled, got, want = run_both(c.model(), 1)
     ops = [s.op for s in compiled.executable.steps]
@@ -161,6 +161,9 @@ def test_portable_kernels_without_avx2():
         t.test_residual_inside_the_chain()
         t.test_large_maps_split_into_bands()
         t.test_grouped_convs_and_batch_norm_run_blocked()
+        m = __import__("pytest").MonkeyPatch()
+        for algorithm in ("nchwc_winograd", "nchwc_grouped"):
+            t.test_dense_convs_run_blocked(m, algorithm, 2, (9, 8))
     """).format(here=os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, LUMEN_CPU_ISA="baseline")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
@@ -252,4 +255,35 @@ def test_random_geometries(seed):
     compiled, got, want = run_both(c.model(), c.batch)
     if depthwise_taps > 1:  # a spatial conv: the chain runs blocked
         assert "nchwc_conv" in [s.op for s in compiled.executable.steps]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def dense_chain(batch, size):
+    """Dense convs: 3x3 stride 1 (Winograd or direct taps) with every padding that moves the
+    output size, odd maps, input channels past one pass of 16 blocks, 1 to 3 output blocks per
+    filter group; and the ones only direct taps run (strided, 5x5, dilated, 1x7)."""
+    c = Chain(16, size, batch)
+    c.conv(24, kernel=3, pad=1, activation="Relu")                  # 3 blocks: one group
+    skip = c.conv(136, kernel=3, pad=1, activation="HardSwish")     # 17 blocks: 3s and 2s
+    c.conv(136, kernel=3, pad=1, residual_from=skip, activation="Clip", min=0.0, max=6.0)
+    c.conv(16, kernel=3, pad=0, activation="Sigmoid")              # 17 input blocks; shrinks
+    c.conv(40, kernel=3, pad=2)                                    # grows by 2
+    c.conv(32, kernel=3, stride=2, pad=1, activation="Relu")       # direct only from here
+    c.conv(32, kernel=5, pad=2, activation="Tanh")
+    c.conv(16, kernel=3, pad=2, dilation=2)
+    return c
+
+
+@pytest.mark.parametrize("algorithm", ["nchwc_winograd", "nchwc_grouped"])
+@pytest.mark.parametrize("batch,size", [(1, (13, 11)), (2, (9, 8)), (1, (37, 70))])
+def test_dense_convs_run_blocked(monkeypatch, algorithm, batch, size):
+    """Every dense conv joins the chain; 3x3 stride-1 ones by each algorithm (forced), the
+    large map splitting Winograd's work into bands of tile rows."""
+    monkeypatch.setenv("LUMEN_FORCE_ALGORITHM", algorithm)
+    compiled, got, want = run_both(dense_chain(batch, size).model(), batch)
+    steps = compiled.executable.steps
+    ops = [s.op for s in steps]
+    assert ops.count("nchwc_conv") == 8 and ops.count("to_nchwc") == 1, ops
+    chosen = [s.algorithm.split()[0] for s in steps if s.op == "nchwc_conv"]
+    assert chosen[:5] == [algorithm] * 5 and chosen[5:] == ["nchwc_grouped"] * 3, chosen
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

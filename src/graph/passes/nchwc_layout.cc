@@ -6,23 +6,25 @@
 // vector lanes (a depthwise conv with channels in lanes does two per run).
 //
 // Covered convs: pointwise (1x1, one group, no padding, any stride), depthwise (one input and
-// one output channel per group) and grouped convs whose groups hold whole blocks (any kernel,
-// stride, padding and dilation for both), with known channel counts that are multiples of the
-// block, constant weights, float32. Ops that do not care about the layout join a chain too, so
-// that it does not break around them: element-wise ops whose operands are single values or images
-// with the output's channels (a squeeze-and-excitation block's Mul by [N, C, 1, 1] broadcasts the
-// same way blocked), concatenation along the channels of whole blocks, and global average pooling
-// (a reduce_mean over H and W of the blocked image). A chain is a set of such nodes connected
-// through their inputs.
+// one output channel per group), dense (one group, any kernel: 3x3 stride-1 ones by Winograd or
+// direct taps, whichever measures faster, the others by direct taps) and grouped convs whose
+// groups hold whole blocks (any kernel, stride, padding and dilation for all), with known channel
+// counts that are multiples of the block, constant weights, float32. Ops that do not care about the
+// layout join a chain too, so that it does not break around them: element-wise ops whose operands
+// are single values or images with the output's channels (a squeeze-and-excitation block's Mul by
+// [N, C, 1, 1] broadcasts the same way blocked), concatenation along the channels of whole blocks,
+// and global average pooling (a reduce_mean over H and W of the blocked image). A chain is a set of
+// such nodes connected through their inputs.
 //
-// A chain changes layout when it holds two convs that do real work, one of them spatial (a
-// depthwise or grouped conv with more than one tap): there the blocked kernels win (in-process
-// A/B at 2 threads: MNASNet 0.78-0.81x, MobileNetV2 0.83-0.93x, RegNet-Y 0.91x, EfficientNet-B0
-// 0.91-0.96x the time).
-// Chains of 1x1 convs alone stay as they are: the blocked pointwise kernel only matched the
-// packed GEMM on DenseNet-121's 128 -> 1024-channel 1x1 convs, so the layout changes around its
-// dense 3x3 convs made the model 2-5% slower; a 1x1 depthwise conv (a batch norm folded into one)
-// is a per-channel affine map that does not count. LUMEN_NCHWC=0 turns the pass off (to compare).
+// A chain changes layout when it holds two convs that do real work, one of them spatial (more
+// than one tap): there the blocked kernels win (in-process A/B at 2 threads: MNASNet 0.78-0.81x,
+// MobileNetV2 0.83-0.93x, RegNet-Y 0.91x, EfficientNet-B0 0.91-0.96x the time; with dense convs
+// in the chains, against Winograd and the packed GEMM in NCHW, bench/suite.py: DenseNet-121
+// 0.83x, Inception-v1 0.87x, SqueezeNet 0.91x, Inception-v2 0.91x, ResNet-50 0.94x).
+// Chains of 1x1 convs alone stay as they are: the blocked pointwise kernel only matches the
+// packed GEMM there, and the layout changes would cost; a 1x1 depthwise conv (a batch norm folded
+// into one) is a per-channel affine map that does not count. LUMEN_NCHWC=0 turns the pass off (to
+// compare).
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -68,11 +70,11 @@ bool covered_conv(const Node *n) {
   const bool pointwise = group == 1 && ws[1] == c && ws[2] == 1 && ws[3] == 1 &&
                          all_zero(n->attrs().get_ints("pads", {0, 0, 0, 0}));
   const bool depthwise = group == c && m == c && ws[1] == 1;
-  // Groups of whole blocks (RegNet's 8 channels per group), any kernel. Dense convs (one group)
-  // stay: Winograd and the packed GEMM beat direct taps there.
+  // Groups of whole blocks (RegNet's 8 channels per group), any kernel.
   const bool grouped = group > 1 && ws[1] * group == c && ws[1] % kBlock == 0 &&
                        (m / group) % kBlock == 0 && m % group == 0;
-  return pointwise || depthwise || grouped;
+  const bool dense = group == 1 && ws[1] == c;
+  return pointwise || depthwise || grouped || dense;
 }
 
 // Whether a covered conv is more than a per-channel affine map (a 1x1 depthwise conv).
@@ -81,10 +83,10 @@ bool does_real_work(const Node *n) {
   return ws[1] > 1 || ws[2] * ws[3] > 1;
 }
 
-// A depthwise or grouped conv with more than one tap.
+// A conv with more than one tap.
 bool is_spatial(const Node *n) {
   const Shape &ws = n->input(1)->shape();
-  return n->attrs().get_int("group", 1) > 1 && ws[2] * ws[3] > 1;
+  return ws[2] * ws[3] > 1;
 }
 
 bool is_binary_elementwise(const std::string &op) {

@@ -1,11 +1,14 @@
 // CPU kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc), float32, block 8.
 //
-// nchwc_conv, three kinds, one conv-tile micro-kernel (f32_nchwc.h) for two of them:
+// nchwc_conv, three kinds and Winograd, one conv-tile micro-kernel (f32_nchwc.h) for all but
+// depthwise:
 // - pointwise: weights packed once into groups of up to three output blocks, [C][F][8] per group;
 //   a work item is (image, run of output pixels, slice of the groups), walked in tiles of 12 / F
 //   pixels, 16 input blocks per pass, reading the blocked input where it lies;
-// - grouped (groups of whole blocks, any kernel): per (image, group, filter group, band of rows),
-//   a zero-padded copy of the band's input rows, then the tile sums every tap;
+// - grouped (groups of whole blocks, dense convs as one group, any kernel): per (image, group,
+//   filter group, band of rows), a zero-padded copy of the band's input rows, then the tile sums
+//   every tap;
+// - Winograd (dense 3x3 stride 1, nchwc_winograd.h) where it measures faster than grouped;
 // - depthwise: per (image, channel block, band of rows), each output's taps one vector
 //   multiply-add each; a 1x1 depthwise conv is one affine pass.
 // Activations that are clamps (relu, clip) are applied in registers, the others over each work
@@ -21,7 +24,9 @@
 
 #include "backends/common/epilogue.h"
 #include "backends/cpu/aligned_floats.h"
+#include "backends/cpu/kernels/conv_choice.h"
 #include "backends/cpu/kernels/conv_params.h"
+#include "backends/cpu/kernels/nchwc_winograd.h"
 #include "backends/cpu/ukernels/f32_nchwc.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
@@ -88,28 +93,36 @@ ConvKind kind_of(const Attributes &attrs, const Shape &x, const Shape &w) {
   return ConvKind::kGrouped;
 }
 
-Geometry geometry_of(const KernelContext &ctx) {
-  const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
-  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock)
-    ctx.fail("the CPU kernel takes block ", kBlock, " only; got input ", x.to_string(), ", output ",
-             y.to_string());
-  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
-  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
-  const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
-  const int64_t group = ctx.attrs.get_int("group", 1);
+// The geometry of blocked input x, weights w, blocked output y (shapes already checked).
+Geometry geometry(const Shape &x, const Shape &w, const Shape &y, const Attributes &attrs) {
+  const auto strides = attrs.get_ints("strides", {1, 1});
+  const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
+  const auto dilations = attrs.get_ints("dilations", {1, 1});
+  const int64_t group = attrs.get_int("group", 1);
   Geometry g{};
   g.n = x[0], g.cb = x[1], g.h = x[2], g.w = x[3];
   g.mb = y[1], g.oh = y[2], g.ow = y[3];
   g.kh = w[2], g.kw = w[3], g.sh = strides.at(0), g.sw = strides.at(1);
   g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
   g.group = group;
-  g.kind = kind_of(ctx.attrs, x, w);
-  const int64_t cg = w[1], mg = group > 0 ? g.mb * kBlock / group : 0;
+  g.kind = kind_of(attrs, x, w);
+  const int64_t mg = group > 0 ? g.mb * kBlock / group : 0;
+  g.cgb = w[1] / kBlock, g.mgb = mg / kBlock;
+  return g;
+}
+
+Geometry geometry_of(const KernelContext &ctx) {
+  const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
+  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock)
+    ctx.fail("the CPU kernel takes block ", kBlock, " only; got input ", x.to_string(), ", output ",
+             y.to_string());
+  const Geometry g = geometry(x, w, y, ctx.attrs);
+  const int64_t cg = w[1], mg = g.mgb * kBlock;
   if (g.kind != ConvKind::kDepthwise &&
-      (group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * group != g.cb * kBlock))
+      (g.group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * g.group != g.cb * kBlock ||
+       mg * g.group != g.mb * kBlock))
     ctx.fail("the CPU kernel needs whole blocks of ", kBlock, " channels per group; got weight ",
-             w.to_string(), ", group ", group);
-  g.cgb = cg / kBlock, g.mgb = mg / kBlock;
+             w.to_string(), ", group ", g.group);
   return g;
 }
 
@@ -126,6 +139,8 @@ std::vector<int64_t> filter_groups(int64_t mb) {
 struct PackedWeights {
   AlignedFloats data;
   std::vector<int64_t> groups;  // pointwise: filter_groups(mb)
+  // Set where a dense 3x3 stride-1 conv runs by Winograd (then `data` is empty).
+  std::shared_ptr<const cpu::NchwcWinogradWeights> winograd;
 };
 
 // Depthwise w [C, 1, kh, kw] -> [C / 8][kh * kw][8]. Otherwise w [M, cg, kh, kw] -> per conv
@@ -156,22 +171,6 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
                   src[((gg * mg + (first + f) * kBlock + l) * cg + k) * taps + t];
     }
   return packed;
-}
-
-std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
-  const Tensor *w = ctx.constant(1);
-  if (!w || w->dtype() != DType::Float32 || w->rank() != 4 || ctx.input_shapes.empty())
-    return nullptr;
-  const int64_t group = ctx.attrs.get_int("group", 1);
-  const ConvKind kind = kind_of(ctx.attrs, ctx.input_shapes[0], w->shape());
-  // The kernel reports shapes it cannot run; the packing only needs whole blocks.
-  if (group < 1 || w->shape()[0] % group != 0 ||
-      (kind != ConvKind::kDepthwise && (w->shape()[0] / group) % kBlock != 0))
-    return nullptr;
-  ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
-                  : kind == ConvKind::kPointwise ? "nchwc_pointwise"
-                                                 : "nchwc_grouped";
-  return pack(*w, group, kind);
 }
 
 // A step's tensors, and how its outputs are finished.
@@ -446,6 +445,107 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   });
 }
 
+void run_winograd(ThreadPool &pool, const Geometry &g, const cpu::NchwcWinogradWeights &weights,
+                  const ConvRun &r) {
+  const cpu::NchwcWinogradConv conv{
+      .n = g.n,
+      .cb = g.cb,
+      .h = g.h,
+      .w = g.w,
+      .mb = g.mb,
+      .oh = g.oh,
+      .ow = g.ow,
+      .pt = g.pt,
+      .pl = g.pl,
+      .x = r.x,
+      .bias = r.bias,
+      .residual = r.residual,
+      .y = r.y,
+      .lo = r.lo,
+      .hi = r.hi,
+      .epilogue = r.clamp_only ? nullptr : &r.epilogue,
+      .tile = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable};
+  cpu::nchwc_winograd_conv(pool, conv, weights);
+}
+
+void run_step(ThreadPool &pool, const Geometry &g, const PackedWeights &packed, const ConvRun &r) {
+  if (packed.winograd) return run_winograd(pool, g, *packed.winograd, r);
+  switch (g.kind) {
+    case ConvKind::kDepthwise:
+      return run_depthwise(pool, g, packed, r);
+    case ConvKind::kPointwise:
+      return run_pointwise(pool, g, packed, r);
+    case ConvKind::kGrouped:
+      return run_grouped(pool, g, packed, r);
+  }
+}
+
+// Sets the clamp of r that its epilogue can be applied as in registers, +-inf otherwise.
+void set_clamp(ConvRun &r) {
+  r.clamp_only = r.epilogue.as_clamp(r.lo, r.hi);
+  if (!r.clamp_only) r.lo = -std::numeric_limits<float>::infinity(), r.hi = -r.lo;
+}
+
+bool known(const Shape &s) {
+  return s.rank() == 5 && std::none_of(s.begin(), s.end(), [](int64_t d) { return d < 1; });
+}
+
+// A dense 3x3 stride-1 undilated conv: Winograd can run it.
+bool winograd_shape(const Attributes &attrs, const Shape &w) {
+  const auto strides = attrs.get_ints("strides", {1, 1});
+  const auto dilations = attrs.get_ints("dilations", {1, 1});
+  return attrs.get_int("group", 1) == 1 && w[2] == 3 && w[3] == 3 && strides.size() == 2 &&
+         strides[0] == 1 && strides[1] == 1 && dilations.size() == 2 && dilations[0] == 1 &&
+         dilations[1] == 1;
+}
+
+// Packs the weights of the step's kind. A dense 3x3 stride-1 conv runs by Winograd or by direct
+// taps, whichever measures faster for the step's shapes (kernel_choice.h); by the rule (Winograd
+// from 32 input and output channels, where its transforms pay off) where they are not known.
+std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
+  const Tensor *w = ctx.constant(1);
+  if (!w || w->dtype() != DType::Float32 || w->rank() != 4 || ctx.input_shapes.empty())
+    return nullptr;
+  const int64_t group = ctx.attrs.get_int("group", 1), m = w->shape()[0], c = w->shape()[1];
+  const ConvKind kind = kind_of(ctx.attrs, ctx.input_shapes[0], w->shape());
+  // The kernel reports shapes it cannot run; the packing only needs whole blocks.
+  if (group < 1 || m % group != 0 || (kind != ConvKind::kDepthwise && (m / group) % kBlock != 0))
+    return nullptr;
+  ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
+                  : kind == ConvKind::kPointwise ? "nchwc_pointwise"
+                                                 : "nchwc_grouped";
+  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind);
+  if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0)
+    return direct;
+  auto winograd = std::make_shared<PackedWeights>();
+  winograd->winograd =
+      cpu::nchwc_winograd_weights(w->data<float>(), m, c, filter_groups(m / kBlock));
+  const size_t rule = c >= 32 && m >= 32 ? 0 : 1;
+  const Shape &xs = ctx.input_shapes[0];
+  const Shape ys = ctx.output_shapes.empty() ? Shape{} : ctx.output_shapes[0];
+  size_t chosen = rule;
+  if (known(xs) && known(ys) && xs[4] == kBlock && ys[4] == kBlock) {
+    const Geometry g = geometry(xs, w->shape(), ys, ctx.attrs);
+    ConvParams p{};
+    p.n = g.n, p.c = c, p.h = g.h, p.w = g.w, p.m = m, p.oh = g.oh, p.ow = g.ow;
+    chosen = choose_for_step(ctx, p, *w, {"nchwc_winograd", "nchwc_grouped"}, rule,
+                             [&](size_t i, ConvTiming &t, const Epilogue<float> &epilogue) {
+                               ConvRun r{.x = t.x.data(),
+                                         .bias = t.bias,
+                                         .residual = t.residual,
+                                         .y = t.y.data(),
+                                         .epilogue = epilogue};
+                               set_clamp(r);
+                               run_step(*ctx.pool, g, i == 0 ? *winograd : *direct, r);
+                             });
+    ctx.shape_specific = true;
+  } else {
+    ctx.algorithm = rule == 0 ? "nchwc_winograd (rule)" : "nchwc_grouped (rule)";
+  }
+  if (chosen == 0) return winograd;
+  return direct;
+}
+
 void nchwc_conv(KernelContext &ctx) {
   const Geometry g = geometry_of(ctx);
   std::shared_ptr<PackedWeights> owned;
@@ -463,18 +563,9 @@ void nchwc_conv(KernelContext &ctx) {
             .residual = ctx.has_input(3) ? ctx.input(3).data<float>() : nullptr,
             .y = ctx.output(0).data<float>(),
             .epilogue = epilogue};
-  r.clamp_only = epilogue.as_clamp(r.lo, r.hi);
-  if (!r.clamp_only) r.lo = -std::numeric_limits<float>::infinity(), r.hi = -r.lo;
-  switch (g.kind) {
-    case ConvKind::kDepthwise:
-      return run_depthwise(ctx.pool, g, *packed, r);
-    case ConvKind::kPointwise:
-      return run_pointwise(ctx.pool, g, *packed, r);
-    case ConvKind::kGrouped:
-      return run_grouped(ctx.pool, g, *packed, r);
-  }
+  set_clamp(r);
+  run_step(ctx.pool, g, *packed, r);
 }
-
 // [N, C, H, W] <-> [N, C / 8, H, W, 8], one (image, channel block) per work item.
 void reorder(KernelContext &ctx, bool to_blocked) {
   const Shape &blocked = to_blocked ? ctx.output(0).shape() : ctx.input(0).shape();

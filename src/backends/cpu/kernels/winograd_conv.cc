@@ -21,23 +21,6 @@ Tiling tiling(const ConvParams &p) {
   return {(p.oh + 1) / 2, (p.ow + 1) / 2};
 }
 
-// U = G g G^T for a 3x3 kernel g; G = [[1,0,0],[1/2,1/2,1/2],[1/2,-1/2,1/2],[0,0,1]].
-inline void transform_weight(const float g[3][3], float u[kTile][kTile]) {
-  float t[kTile][3];
-  for (int j = 0; j < 3; ++j) {
-    t[0][j] = g[0][j];
-    t[1][j] = 0.5f * (g[0][j] + g[1][j] + g[2][j]);
-    t[2][j] = 0.5f * (g[0][j] - g[1][j] + g[2][j]);
-    t[3][j] = g[2][j];
-  }
-  for (int i = 0; i < kTile; ++i) {
-    u[i][0] = t[i][0];
-    u[i][1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
-    u[i][2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
-    u[i][3] = t[i][2];
-  }
-}
-
 // V = B^T d B for every tile of a tile row: rows[i][2 * tx + j] is d[i][j] of tile tx; output
 // k = 4 * xi + nu of tile tx goes to out[k * k_stride + tx]. B^T = [[1,0,-1,0],[0,1,1,0],
 // [0,-1,1,0],[0,1,0,-1]]. Each row is first split into its even and odd columns (`split`, room for
@@ -103,6 +86,23 @@ void output_tile_row(const float *prod, int64_t k_stride, int64_t tiles, float *
 
 }  // namespace
 
+// U = G g G^T for a 3x3 kernel g; G = [[1,0,0],[1/2,1/2,1/2],[1/2,-1/2,1/2],[0,0,1]].
+void winograd_weight_transform(const float g[3][3], float u[4][4]) {
+  float t[kTile][3];
+  for (int j = 0; j < 3; ++j) {
+    t[0][j] = g[0][j];
+    t[1][j] = 0.5f * (g[0][j] + g[1][j] + g[2][j]);
+    t[2][j] = 0.5f * (g[0][j] - g[1][j] + g[2][j]);
+    t[3][j] = g[2][j];
+  }
+  for (int i = 0; i < kTile; ++i) {
+    u[i][0] = t[i][0];
+    u[i][1] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+    u[i][2] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+    u[i][3] = t[i][2];
+  }
+}
+
 // Measured against the GEMM path in whole models (2 threads, in-process A/B): 0.6-0.8x its time
 // from 32 input and 64 output channels up, down to 6x6 maps (ResNet-50's 512 -> 512 on 7x7 0.59x,
 // ZFNet's 12x12 convs 0.57-0.61x, SqueezeNet's 32 -> 128 on 27x27 0.84x and 64 -> 256 on 13x13
@@ -130,7 +130,7 @@ std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int
       float g[3][3], t[kTile][kTile];
       for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) g[a][b] = w[((o * c + i) * 3 + a) * 3 + b];
-      transform_weight(g, t);
+      winograd_weight_transform(g, t);
       for (int k = 0; k < 16; ++k) u[static_cast<size_t>((k * m + o) * c + i)] = t[k / 4][k % 4];
     }
   const F32GemmMicrokernel &kernel = default_f32_gemm_microkernel();

@@ -26,6 +26,9 @@ bool winograd_possible(const ConvParams &p);
 // of 27x27 and more) and outputs (6x6) for the transforms to pay off.
 bool winograd_applies(const ConvParams &p);
 
+// U = G g G^T of one 3x3 kernel g, G = [[1,0,0],[1/2,1/2,1/2],[1/2,-1/2,1/2],[0,0,1]].
+void winograd_weight_transform(const float g[3][3], float u[4][4]);
+
 // Transforms and packs weights [M, C, 3, 3].
 std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int64_t c);
 

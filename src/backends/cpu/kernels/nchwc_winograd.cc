@@ -1,0 +1,205 @@
+#include "backends/cpu/kernels/nchwc_winograd.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "backends/cpu/kernels/conv_params.h"
+#include "backends/cpu/kernels/winograd_conv.h"
+#include "core/cpu_isa.h"
+#include "lumen/error.h"
+
+namespace lumen::cpu {
+namespace {
+
+constexpr int64_t kLanes = ukernels::kNchwcBlock;
+constexpr int64_t kPositions = 16;  // of a 4x4 input tile
+constexpr int64_t kInBlocksPerPass = 16;
+// Transformed input and products of one work item: they stay in L2 between the transforms and
+// the products.
+constexpr int64_t kItemBytes = int64_t(1) << 19;
+
+// Where the 16 planes of an item's transformed input ([cb][tiles][8] each) or products
+// ([blocks][tiles][8]) start: spaced so that their starts do not share a 4 KiB offset, since the
+// transforms touch all 16 at once (winograd_conv.cc measured 5x slower transforms without).
+int64_t spaced(int64_t floats) {
+  return (floats + 1023) / 1024 * 1024 + 64;
+}
+
+// V = B^T d B of tiles [t0, t0 + tiles) (row-major over the map's tile grid, `cols` per row) of
+// every input block: d is the 4x4 input patch at rows 2 ty - pt.., columns 2 tx - pl.., zero
+// outside the image; v[k * v_stride + (cb * tiles + t) * 8 + l]. B^T = [[1,0,-1,0],[0,1,1,0],
+// [0,-1,1,0],[0,1,0,-1]].
+void input_transform(const NchwcWinogradConv &c, const float *xn, int64_t cols, int64_t t0,
+                     int64_t tiles, float *v, int64_t v_stride) {
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    alignas(32) static constexpr float kZeros[kLanes] = {};
+    for (int64_t cb = 0; cb < c.cb; ++cb) {
+      const float *plane = xn + cb * c.h * c.w * kLanes;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t ty = (t0 + t) / cols, tx = (t0 + t) % cols;
+        const int64_t r0 = 2 * ty - c.pt, c0 = 2 * tx - c.pl;
+        const float *d[4][4];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) {
+            const int64_t r = r0 + i, col = c0 + j;
+            d[i][j] = r >= 0 && r < c.h && col >= 0 && col < c.w ? plane + (r * c.w + col) * kLanes
+                                                                 : kZeros;
+          }
+        float tt[4][4][kLanes];  // B^T d: row i, column j
+        for (int j = 0; j < 4; ++j)
+          for (int64_t l = 0; l < kLanes; ++l) {
+            tt[0][j][l] = d[0][j][l] - d[2][j][l];
+            tt[1][j][l] = d[1][j][l] + d[2][j][l];
+            tt[2][j][l] = d[2][j][l] - d[1][j][l];
+            tt[3][j][l] = d[1][j][l] - d[3][j][l];
+          }
+        float *out = v + (cb * tiles + t) * kLanes;
+        for (int i = 0; i < 4; ++i) {  // (B^T d) B
+          float *o = out + 4 * i * v_stride;
+          for (int64_t l = 0; l < kLanes; ++l) {
+            o[l] = tt[i][0][l] - tt[i][2][l];
+            o[v_stride + l] = tt[i][1][l] + tt[i][2][l];
+            o[2 * v_stride + l] = tt[i][2][l] - tt[i][1][l];
+            o[3 * v_stride + l] = tt[i][1][l] - tt[i][3][l];
+          }
+        }
+      }
+    }
+  });
+}
+
+// Y = A^T M A of tiles [t0, t0 + tiles) for output blocks [b0, b1): M[k] of (block b, tile t) at
+// prod[k * p_stride + ((b - b0) * tiles + t) * 8]; adds bias and residual, clamps, and stores the
+// 2x2 outputs that fall inside the map. A^T = [[1,1,1,0],[0,1,-1,-1]].
+void output_transform(const NchwcWinogradConv &c, int64_t n, int64_t cols, int64_t t0,
+                      int64_t tiles, int64_t b0, int64_t b1, const float *prod, int64_t p_stride) {
+  vec::run_best([&]() LUMEN_VEC_INLINE {
+    const int64_t out_plane = c.oh * c.ow * kLanes;
+    for (int64_t b = b0; b < b1; ++b) {
+      const float *bias = c.bias ? c.bias + b * kLanes : nullptr;
+      const int64_t plane = (n * c.mb + b) * out_plane;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t ty = (t0 + t) / cols, tx = (t0 + t) % cols;
+        const float *m = prod + ((b - b0) * tiles + t) * kLanes;
+        float y[2][2][kLanes];
+        for (int64_t l = 0; l < kLanes; ++l) {
+          float r[2][4];
+          for (int j = 0; j < 4; ++j) {
+            const float m0 = m[j * p_stride + l], m1 = m[(4 + j) * p_stride + l],
+                        m2 = m[(8 + j) * p_stride + l], m3 = m[(12 + j) * p_stride + l];
+            r[0][j] = m0 + m1 + m2;
+            r[1][j] = m1 - m2 - m3;
+          }
+          const float b_l = bias ? bias[l] : 0.0f;
+          for (int i = 0; i < 2; ++i) {
+            y[i][0][l] = r[i][0] + r[i][1] + r[i][2] + b_l;
+            y[i][1][l] = r[i][1] - r[i][2] - r[i][3] + b_l;
+          }
+        }
+        for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i)
+          for (int j = 0; j < 2 && 2 * tx + j < c.ow; ++j) {
+            const int64_t at = plane + ((2 * ty + i) * c.ow + 2 * tx + j) * kLanes;
+            const float *z = c.residual ? c.residual + at : nullptr;
+            for (int64_t l = 0; l < kLanes; ++l) {
+              float v = y[i][j][l] + (z ? z[l] : 0.0f);
+              v = v < c.lo ? c.lo : v;  // NaN stays NaN
+              c.y[at + l] = v > c.hi ? c.hi : v;
+            }
+          }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<NchwcWinogradWeights> nchwc_winograd_weights(const float *w, int64_t m, int64_t c,
+                                                             std::vector<int64_t> groups) {
+  auto out = std::make_shared<NchwcWinogradWeights>();
+  out->m = m, out->c = c, out->groups = std::move(groups);
+  out->u.resize(static_cast<size_t>(checked_mul(checked_mul(kPositions, m), c)));
+  float *u = out->u.data();
+  for (size_t fg = 0; fg + 1 < out->groups.size(); ++fg) {
+    const int64_t first = out->groups[fg], filters = out->groups[fg + 1] - first;
+    for (int64_t f = 0; f < filters; ++f)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const int64_t o = (first + f) * kLanes + l;
+        for (int64_t i = 0; i < c; ++i) {
+          float g[3][3], t[4][4];
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) g[a][b] = w[((o * c + i) * 3 + a) * 3 + b];
+          winograd_weight_transform(g, t);
+          for (int64_t k = 0; k < kPositions; ++k)
+            u[k * m * c + first * kLanes * c + (i * filters + f) * kLanes + l] = t[k / 4][k % 4];
+        }
+      }
+  }
+  return out;
+}
+
+// Work items: (image, band of tile rows, slice of the filter groups). An item transforms its
+// band's input (all input blocks), runs the 16 pointwise products for its filter groups, and
+// transforms its outputs back, all on one thread, so its transformed input and products stay in
+// that core's caches. Small maps, with fewer bands than threads, split the filter groups instead,
+// each slice transforming the input itself (at 2+ groups per slice a small share of its products).
+void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
+                         const NchwcWinogradWeights &weights) {
+  const int64_t rows = ceil_div(c.oh, 2), cols = ceil_div(c.ow, 2);
+  const int64_t fgroups = static_cast<int64_t>(weights.groups.size()) - 1;
+  const int64_t threads = pool.size();
+  const int64_t row_bytes = kPositions * (c.cb + c.mb) * kLanes * cols * int64_t(sizeof(float));
+  int64_t band = std::clamp<int64_t>(kItemBytes / row_bytes, 1, rows);
+  int64_t bands = ceil_div(rows, band);
+  if (bands > 1 && bands % threads != 0) {  // whole rounds of items over the threads
+    band = ceil_div(rows, ceil_div(bands, threads) * threads);
+    bands = ceil_div(rows, band);
+  }
+  const int64_t slices =
+      std::clamp<int64_t>(ceil_div(2 * threads, c.n * bands), 1, std::max<int64_t>(1, fgroups / 2));
+  const int64_t c_floats = c.cb * kLanes, out_plane = c.oh * c.ow * kLanes;
+  pool.parallel_for(c.n * bands * slices, 1, [&](int64_t begin, int64_t end) {
+    thread_local AlignedFloats v, prod;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / (bands * slices), ty0 = item / slices % bands * band;
+      const int64_t slice = item % slices, ty1 = std::min(rows, ty0 + band);
+      const int64_t t0 = ty0 * cols, tiles = (ty1 - ty0) * cols;
+      const int64_t g0 = fgroups * slice / slices, g1 = fgroups * (slice + 1) / slices;
+      const int64_t b0 = weights.groups[g0], b1 = weights.groups[g1];
+      if (b0 >= b1) continue;
+      const int64_t v_stride = spaced(c.cb * tiles * kLanes);
+      const int64_t p_stride = spaced((b1 - b0) * tiles * kLanes);
+      v.resize(static_cast<size_t>(kPositions * v_stride));
+      prod.resize(static_cast<size_t>(kPositions * p_stride));
+      input_transform(c, c.x + n * c.cb * c.h * c.w * kLanes, cols, t0, tiles, v.data(), v_stride);
+      ukernels::NchwcConvTile p{};
+      p.x_block_stride = tiles * kLanes;
+      p.x_pixel_stride = kLanes;
+      p.y_block_stride = tiles * kLanes;
+      p.lo = -std::numeric_limits<float>::infinity(), p.hi = -p.lo;
+      for (int64_t k = 0; k < kPositions; ++k)
+        for (int64_t k0 = 0; k0 < c.cb; k0 += kInBlocksPerPass) {
+          p.in_blocks = std::min(kInBlocksPerPass, c.cb - k0);
+          p.accumulate = k0 > 0;
+          p.last = k0 + kInBlocksPerPass >= c.cb;
+          p.x = v.data() + k * v_stride + k0 * tiles * kLanes;
+          for (int64_t gi = g0; gi < g1; ++gi) {
+            const int64_t first = weights.groups[gi], filters = weights.groups[gi + 1] - first;
+            p.filters = static_cast<int>(filters);
+            p.w = weights.u.data() + k * weights.m * c_floats + first * kLanes * c_floats +
+                  k0 * kLanes * filters * kLanes;
+            p.y = prod.data() + k * p_stride + (first - b0) * tiles * kLanes;
+            c.tile(p, tiles);
+          }
+        }
+      output_transform(c, n, cols, t0, tiles, b0, b1, prod.data(), p_stride);
+      if (c.epilogue) {  // the band's output rows of each block, while they are in cache
+        const int64_t r0 = 2 * ty0, r1 = std::min(c.oh, 2 * ty1);
+        for (int64_t b = b0; b < b1; ++b)
+          c.epilogue->apply(c.y + (n * c.mb + b) * out_plane + r0 * c.ow * kLanes,
+                            (r1 - r0) * c.ow * kLanes, nullptr, nullptr);
+      }
+    }
+  });
+}
+
+}  // namespace lumen::cpu
