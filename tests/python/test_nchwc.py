@@ -268,9 +268,9 @@ def dense_chain(batch, size):
     c.conv(136, kernel=3, pad=1, residual_from=skip, activation="Clip", min=0.0, max=6.0)
     c.conv(16, kernel=3, pad=0, activation="Sigmoid")              # 17 input blocks; shrinks
     c.conv(40, kernel=3, pad=2)                                    # grows by 2
-    c.conv(32, kernel=3, stride=2, pad=1, activation="Relu")       # direct only from here
+    c.conv(16, kernel=3, pad=2, dilation=2)                        # direct only from here
+    c.conv(32, kernel=3, stride=2, pad=1, activation="Relu")
     c.conv(32, kernel=5, pad=2, activation="Tanh")
-    c.conv(16, kernel=3, pad=2, dilation=2)
     return c
 
 
@@ -286,4 +286,20 @@ def test_dense_convs_run_blocked(monkeypatch, algorithm, batch, size):
     assert ops.count("nchwc_conv") == 8 and ops.count("to_nchwc") == 1, ops
     chosen = [s.algorithm.split()[0] for s in steps if s.op == "nchwc_conv"]
     assert chosen[:5] == [algorithm] * 5 and chosen[5:] == ["nchwc_grouped"] * 3, chosen
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_dense_convs_mostly_reading_padding_stay_plain():
+    """A 3x3 conv with dilation 12 on a 14x14 map (DeepLab's ASPP) reads padding with 82% of its
+    taps: it stays in NCHW, where tap windows skip those, and the chain goes around it."""
+    c = Chain(16, (14, 14), 1)
+    c.conv(32, activation="Relu")
+    c.conv(32, kernel=3, pad=12, dilation=12, activation="Relu")
+    c.conv(32, kernel=3, pad=1)
+    c.conv(16, kernel=3, pad=2, dilation=2)                        # 2: mostly inside, blocked
+    compiled, got, want = run_both(c.model(), 1)
+    steps = compiled.executable.steps
+    windows = [s for s in steps if "tap_windows" in s.algorithm]
+    assert len(windows) == 1 and windows[0].op == "fused_conv", [s.op for s in steps]
+    assert [s.op for s in steps].count("nchwc_conv") == 2  # the 1x1 before it is left alone
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))

@@ -60,6 +60,37 @@ bool single_value(const Value *v) {
   return true;
 }
 
+// The share of (output, tap) pairs along one dim whose input index lies inside the image.
+double share_inside(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad,
+                    int64_t dilation) {
+  int64_t inside = 0;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t t = 0; t < kernel; ++t) {
+      const int64_t i = o * stride - pad + t * dilation;
+      inside += i >= 0 && i < in;
+    }
+  return out * kernel > 0 ? double(inside) / double(out * kernel) : 0.0;
+}
+
+// Whether most of a conv's multiply-adds read padding (DeepLab's ASPP: a 3x3 conv with dilation
+// 12 on a 14x14 map): the NCHW conv runs those by tap windows, skipping them, where direct taps
+// would multiply every zero. Unknown map sizes count as mostly padding when dilated.
+bool mostly_padding(const Node *n) {
+  const Shape &xs = n->input(0)->shape(), &ws = n->input(1)->shape();
+  const auto strides = n->attrs().get_ints("strides", {1, 1});
+  const auto pads = n->attrs().get_ints("pads", {0, 0, 0, 0});
+  const auto dilations = n->attrs().get_ints("dilations", {1, 1});
+  if (strides.size() != 2 || pads.size() != 4 || dilations.size() != 2) return true;
+  const Value *y = n->output();
+  if (!y->has_shape() || y->shape().rank() != 4 || xs[2] < 1 || xs[3] < 1 || y->shape()[2] < 1 ||
+      y->shape()[3] < 1)
+    return dilations[0] > 1 || dilations[1] > 1;
+  const Shape &ys = y->shape();
+  return share_inside(xs[2], ys[2], ws[2], strides[0], pads[0], dilations[0]) *
+             share_inside(xs[3], ys[3], ws[3], strides[1], pads[1], dilations[1]) <
+         0.5;
+}
+
 bool covered_conv(const Node *n) {
   if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
   const Value *x = n->input(0), *w = n->input(1);
@@ -73,7 +104,7 @@ bool covered_conv(const Node *n) {
   // Groups of whole blocks (RegNet's 8 channels per group), any kernel.
   const bool grouped = group > 1 && ws[1] * group == c && ws[1] % kBlock == 0 &&
                        (m / group) % kBlock == 0 && m % group == 0;
-  const bool dense = group == 1 && ws[1] == c;
+  const bool dense = group == 1 && ws[1] == c && !mostly_padding(n);
   return pointwise || depthwise || grouped || dense;
 }
 
