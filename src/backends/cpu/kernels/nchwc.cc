@@ -37,9 +37,9 @@ namespace {
 constexpr int64_t kBlock = ukernels::kNchwcBlock;
 constexpr int64_t kInBlocksPerPass = 16;
 // Output pixels per pointwise work item: enough to amortize the call, few enough that the item's
-// input slice stays in L2. Fewer where the items would not keep every thread busy: at least
-// kItemsPerThread each where items of kMinPixelsPerItem allow (three items on two threads left one
-// idle a third of the time: MobileNetV2's 576 -> 96 convs on 14x14 maps).
+// input slice stays in L2. Items are split finer where they would not keep every thread busy: at
+// least kItemsPerThread each where items of kMinPixelsPerItem allow (three items on two threads
+// left one idle a third of the time: MobileNetV2's 576 -> 96 convs on 14x14 maps).
 constexpr int64_t kPixelsPerItem = 252;  // 21 tiles of 12 / F pixels
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kItemsPerThread = 4;
@@ -237,10 +237,13 @@ void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
 
 // Work items: (image, run of output pixels, slice of the filter groups). A run's input is read
 // once per pass for all the filter groups of its slice, while it is in L2, and a slice's weights
-// for one pass stay within ~64 KiB (kBlocksPerSlice output blocks). Slices are finer where runs
-// alone would not keep every thread busy (small maps). One group per item, re-reading the input
-// per group, measured the same on MobileNetV2, MNASNet, DenseNet-121 and EfficientNet-B0 (within
-// 1.5%, 2 threads); this order bounds what stays in cache for deep inputs as well.
+// for one pass stay within ~64 KiB (kBlocksPerSlice output blocks). Where that gives too few
+// items, runs or slices get finer, whichever re-reads less (in-process A/B at 2 threads, against
+// splitting pixels first: ResNet-50 0.97x, SqueezeNet 0.96x, MobileNetV2 0.975x, EfficientNet-B0
+// 0.97x the time), and the items come in whole rounds over the threads. One group per item,
+// re-reading the input per group, measured the same on MobileNetV2, MNASNet, DenseNet-121 and
+// EfficientNet-B0 (within 1.5%, 2 threads); this order bounds what stays in cache for deep inputs
+// as well.
 void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
                    const ConvRun &r) {
   const float *x = r.x, *bias = r.bias, *residual = r.residual;
@@ -248,16 +251,25 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   const int64_t in_plane = g.h * g.w * kBlock, out_pixels = g.oh * g.ow;
   const int64_t out_plane = out_pixels * kBlock, c = g.cb * kBlock;
   const bool flat = g.sh == 1 && g.sw == 1;  // output pixel q reads input pixel q
-  const int64_t wanted = kItemsPerThread * pool.size();
+  const int64_t threads = pool.size(), wanted = kItemsPerThread * threads;
+  const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
+  int64_t runs = ceil_div(out_pixels, kPixelsPerItem);
+  int64_t slices = std::min(groups, ceil_div(g.mb, kBlocksPerSlice));
+  const int64_t max_runs = std::max<int64_t>(1, out_pixels / kMinPixelsPerItem);
+  if (g.n * runs * slices < wanted) {
+    // Too few items for the threads: split further where that re-reads less. Another run of
+    // pixels re-reads the weights (C x M floats), another slice the run's input (C x pixels):
+    // small maps with many output channels (ResNet-50's 2048 -> 512 on 7x7) split the channels.
+    if (g.mb * kBlock >= out_pixels / runs)
+      slices = std::clamp<int64_t>(ceil_div(wanted, g.n * runs), slices, groups);
+    runs = std::clamp<int64_t>(ceil_div(wanted, g.n * slices), runs, std::max(runs, max_runs));
+  }
+  while ((g.n * runs * slices) % threads != 0 && runs < max_runs) ++runs;  // whole rounds
   // Runs of output pixels (flat) or of whole output rows; a multiple of 12 pixels: whole tiles of
   // every filter count (12 / F pixels).
-  const int64_t per_item = std::clamp(ceil_div(out_pixels, ceil_div(wanted, g.n) * 12) * 12,
-                                      kMinPixelsPerItem, kPixelsPerItem);
+  const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), 12) * 12;
   const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
-  const int64_t runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
-  const int64_t groups = static_cast<int64_t>(packed.groups.size()) - 1;
-  const int64_t slices = std::clamp<int64_t>(
-      std::max(ceil_div(wanted, g.n * runs), ceil_div(g.mb, kBlocksPerSlice)), 1, groups);
+  runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
   const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
   pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
