@@ -164,6 +164,8 @@ def test_portable_kernels_without_avx2():
         m = __import__("pytest").MonkeyPatch()
         for algorithm in ("nchwc_winograd", "nchwc_grouped"):
             t.test_dense_convs_run_blocked(m, algorithm, 2, (9, 8))
+        t.test_first_conv_and_pools_run_blocked(12)
+        t.test_blocked_max_pool_keeps_nan()
     """).format(here=os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, LUMEN_CPU_ISA="baseline")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
@@ -303,3 +305,50 @@ def test_dense_convs_mostly_reading_padding_stay_plain():
     assert len(windows) == 1 and windows[0].op == "fused_conv", [s.op for s in steps]
     assert [s.op for s in steps].count("nchwc_conv") == 2  # the 1x1 before it is left alone
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def pool(c, op, kernel, stride=1, pad=0, **attrs):
+    """Appends a MaxPool / AveragePool node to chain c."""
+    out = f"p{len(c.nodes)}"
+    c.nodes.append(helper.make_node(op, [c.last], [out], kernel_shape=[kernel] * 2,
+                                    strides=[stride] * 2, pads=[pad] * 4, **attrs))
+    c.last = out
+    return out
+
+
+@pytest.mark.parametrize("channels", [3, 12, 130])
+def test_first_conv_and_pools_run_blocked(channels):
+    """A first conv on channels that are not whole blocks reads its input plain (no to_nchwc; 130
+    channels take two passes of 16 blocks, the last one partly filled), and max and average pools
+    in every form ONNX has (ceil mode, padding counted or not, dilation) stay in the chain."""
+    c = Chain(channels, (23, 21), 2)
+    c.conv(16, kernel=3, stride=2, pad=1, activation="Relu")       # reads x plain
+    pool(c, "MaxPool", 3, stride=2, ceil_mode=1)
+    c.conv(32, activation="Relu")
+    pool(c, "AveragePool", 3, pad=1)                                # padding not counted
+    c.conv(32, kernel=3, pad=1, activation="Relu")
+    pool(c, "AveragePool", 2, stride=2, pad=1, count_include_pad=1, ceil_mode=1)
+    pool(c, "MaxPool", 3, pad=2, dilations=[2, 2])
+    c.conv(16, kernel=3, pad=1)
+    compiled, got, want = run_both(c.model(), 2)
+    ops = [s.op for s in compiled.executable.steps]
+    assert ops.count("nchwc_conv") == 4 and "to_nchwc" not in ops, ops
+    assert ops.count("nchwc_max_pool2d") == 2 and ops.count("nchwc_avg_pool2d") == 2, ops
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_blocked_max_pool_keeps_nan():
+    c = Chain(8, (6, 6), 1)
+    c.conv(8, kernel=3, pad=1)
+    pool(c, "MaxPool", 2, stride=2)
+    c.conv(8, kernel=3, pad=1)
+    x = np.random.default_rng(3).standard_normal((1, 8, 6, 6)).astype(np.float32)
+    x[0, 2, 1, 1] = np.nan  # reaches the pool's first window through the 3x3 conv
+    data = c.model().SerializeToString()
+    compiled = lumen.load_onnx(data).compile(backend="cpu", num_threads=2)
+    assert "nchwc_max_pool2d" in [s.op for s in compiled.executable.steps]
+    got = compiled.run({"x": x})[0]
+    want = lumen.load_onnx(data).compile(backend="reference", opt_level=0).run({"x": x})[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got).any()
+    np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(want), rtol=1e-4, atol=1e-4)

@@ -7,7 +7,10 @@
 //   from_nchwc(x): the inverse.
 //   nchwc_conv(x, w, b?, z?): fused_conv (same attributes, activation included) on a blocked x,
 //     giving a blocked y; w, b stay [M, C / group, kH, kW] and [M]; z is blocked like y. C and M
-//     are multiples of c.
+//     are multiples of c. A dense conv (one group) may read a plain [N, C, H, W] x of any C
+//     instead: a chain's first conv on an image of 3 channels writes its blocked output directly.
+//   nchwc_max_pool2d(x), nchwc_avg_pool2d(x): max_pool2d / avg_pool2d (same attributes) on a
+//     blocked x, giving a blocked y.
 #include <vector>
 
 #include "graph/op_schema.h"
@@ -50,7 +53,12 @@ std::vector<TensorType> infer_from_nchwc(const InferContext &ctx) {
 std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
   const int64_t block = block_of(ctx);
   // fused_conv's inference on the unblocked types checks everything else.
-  const TensorType x{ctx.input(0).dtype, unblocked(ctx, ctx.input(0).shape, block, "input x")};
+  const bool plain = ctx.input(0).shape.rank() == 4;
+  if (plain && ctx.attrs.get_int("group", 1) != 1)
+    ctx.fail("a plain (4-D) input x needs a dense conv (group 1)");
+  const TensorType x{
+      ctx.input(0).dtype,
+      plain ? ctx.input(0).shape : unblocked(ctx, ctx.input(0).shape, block, "input x")};
   std::vector<const TensorType *> inputs(ctx.inputs.begin(), ctx.inputs.end());
   inputs[0] = &x;
   TensorType z;
@@ -71,8 +79,30 @@ std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
   return out;
 }
 
+// An op on plain images (pooling) applied to a blocked x: its inference on the unblocked type.
+template <const char *kPlainOp>
+std::vector<TensorType> infer_blocked(const InferContext &ctx) {
+  const int64_t block = block_of(ctx);
+  const TensorType x{ctx.input(0).dtype, unblocked(ctx, ctx.input(0).shape, block, "input x")};
+  Attributes attrs = ctx.attrs;
+  attrs.erase("block");
+  auto out = get_op(kPlainOp).infer(InferContext{.inputs = {&x},
+                                                 .attrs = attrs,
+                                                 .op = ctx.op,
+                                                 .node = ctx.node,
+                                                 .values = ctx.values,
+                                                 .shapes_known = ctx.shapes_known});
+  out[0].shape = blocked(ctx, out[0].shape, block, "output");
+  return out;
+}
+
+constexpr char kMaxPool[] = "max_pool2d";
+constexpr char kAvgPool[] = "avg_pool2d";
+
 }  // namespace
 
+LUMEN_REGISTER_OP({.name = "nchwc_max_pool2d", .infer = infer_blocked<kMaxPool>});
+LUMEN_REGISTER_OP({.name = "nchwc_avg_pool2d", .infer = infer_blocked<kAvgPool>});
 LUMEN_REGISTER_OP({.name = "to_nchwc", .infer = infer_to_nchwc});
 LUMEN_REGISTER_OP({.name = "from_nchwc", .infer = infer_from_nchwc});
 LUMEN_REGISTER_OP(

@@ -91,10 +91,22 @@ bool mostly_padding(const Node *n) {
          0.5;
 }
 
+// A dense conv whose input channels are not whole blocks (a network's first conv, on 3 channels)
+// but whose outputs are: it reads its input plain and writes the chain's blocked layout.
+bool entry_conv(const Node *n) {
+  if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
+  const Value *x = n->input(0), *w = n->input(1);
+  if (!float_image(x) || !w->is_constant() || w->shape().rank() != 4) return false;
+  const int64_t c = x->shape()[1];
+  return c > 0 && !blockable_channels(c) && blockable_channels(w->shape()[0]) &&
+         w->shape()[1] == c && n->attrs().get_int("group", 1) == 1 && !mostly_padding(n);
+}
+
 bool covered_conv(const Node *n) {
   if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
   const Value *x = n->input(0), *w = n->input(1);
   if (!float_image(x) || !w->is_constant() || w->shape().rank() != 4) return false;
+  if (entry_conv(n)) return true;
   const Shape &ws = w->shape();
   const int64_t c = x->shape()[1], m = ws[0], group = n->attrs().get_int("group", 1);
   if (!blockable_channels(c) || !blockable_channels(m)) return false;
@@ -130,7 +142,8 @@ bool layout_free(const Node *n) {
   if (n->outputs().size() != 1 || !float_image(n->output())) return false;
   const int64_t c = n->output()->shape()[1];
   if (!blockable_channels(c)) return false;
-  if (n->op() == "global_avg_pool") return true;
+  if (n->op() == "global_avg_pool" || n->op() == "max_pool2d" || n->op() == "avg_pool2d")
+    return float_image(n->input(0));
   if (n->op() == "concat") {  // along the channels, of whole blocks
     const int64_t axis = n->attrs().get_int("axis", 0);
     if (axis != 1 && axis != -3) return false;
@@ -182,6 +195,7 @@ class NchwcLayout final : public Pass {
       for (size_t i = 0; i < n->inputs().size(); ++i) {
         const Value *in = n->input(i);
         if (conv && i != 0 && i != 3) continue;  // weights and bias are not images
+        if (i == 0 && entry_conv(n)) continue;   // read plain
         if (in && in->producer() && chains.has(in->producer())) chains.join(n, in->producer());
       }
     }
@@ -213,12 +227,16 @@ class NchwcLayout final : public Pass {
       if (covered_conv(n)) {
         std::vector<Value *> inputs = n->inputs();
         inputs.resize(4, nullptr);
-        inputs[0] = blocked_of(inputs[0]);
+        if (!entry_conv(n)) inputs[0] = blocked_of(inputs[0]);
         if (inputs[3]) inputs[3] = blocked_of(inputs[3]);
         while (!inputs.empty() && !inputs.back()) inputs.pop_back();
         Attributes attrs = n->attrs();
         attrs.set("block", kBlock);
         y = graph.add_op("nchwc_conv", inputs, attrs, name);
+      } else if (n->op() == "max_pool2d" || n->op() == "avg_pool2d") {
+        Attributes attrs = n->attrs();
+        attrs.set("block", kBlock);
+        y = graph.add_op("nchwc_" + n->op(), {blocked_of(n->input(0))}, attrs, name);
       } else if (n->op() == "global_avg_pool") {
         Attributes attrs;
         attrs.set("axes", std::vector<int64_t>{2, 3});

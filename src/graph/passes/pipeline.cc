@@ -38,9 +38,10 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_matmul_add_to_gemm());
   passes.push_back(make_fuse_residual_add());
   passes.push_back(make_fuse_bias_activation());
-  passes.push_back(make_fuse_conv_max_pool());
   passes.push_back(make_fuse_elementwise_chain());
   passes.push_back(make_nchwc_layout());
+  // After the layout: a conv and max pool in a blocked chain stay two blocked steps.
+  passes.push_back(make_fuse_conv_max_pool());
   passes.push_back(make_dead_code_elimination());
   return passes;
 }

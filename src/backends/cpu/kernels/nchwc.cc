@@ -74,6 +74,7 @@ enum class ConvKind { kPointwise, kDepthwise, kGrouped };
 
 struct Geometry {
   int64_t n, cb, h, w;  // input [n, cb, h, w, 8]
+  int64_t plain_c;      // a plain input [n, plain_c, h, w] (cb blocks, the last partly filled); 0
   int64_t mb, oh, ow;   // output [n, mb, oh, ow, 8]
   int64_t kh, kw, sh, sw, pt, pl, dh, dw;
   int64_t group, cgb, mgb;  // groups, and input and output blocks per group
@@ -87,13 +88,15 @@ ConvKind kind_of(const Attributes &attrs, const Shape &x, const Shape &w) {
   const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
   const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
   const int64_t group = attrs.get_int("group", 1);
+  if (x.rank() == 4) return ConvKind::kGrouped;  // a plain input: only the grouped loops read one
   const int64_t c = x.rank() == 5 ? x[1] * x[4] : kUnknownDim;
   if (group > 1 && group == c && w[0] == c && w[1] == 1) return ConvKind::kDepthwise;
   if (group == 1 && w[2] == 1 && w[3] == 1 && unpadded) return ConvKind::kPointwise;
   return ConvKind::kGrouped;
 }
 
-// The geometry of blocked input x, weights w, blocked output y (shapes already checked).
+// The geometry of input x (blocked, or plain for a dense conv), weights w, blocked output y
+// (shapes already checked).
 Geometry geometry(const Shape &x, const Shape &w, const Shape &y, const Attributes &attrs) {
   const auto strides = attrs.get_ints("strides", {1, 1});
   const auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
@@ -101,22 +104,30 @@ Geometry geometry(const Shape &x, const Shape &w, const Shape &y, const Attribut
   const int64_t group = attrs.get_int("group", 1);
   Geometry g{};
   g.n = x[0], g.cb = x[1], g.h = x[2], g.w = x[3];
+  if (x.rank() == 4) g.plain_c = x[1], g.cb = ceil_div(x[1], kBlock);
   g.mb = y[1], g.oh = y[2], g.ow = y[3];
   g.kh = w[2], g.kw = w[3], g.sh = strides.at(0), g.sw = strides.at(1);
   g.pt = pads.at(0), g.pl = pads.at(1), g.dh = dilations.at(0), g.dw = dilations.at(1);
   g.group = group;
   g.kind = kind_of(attrs, x, w);
   const int64_t mg = group > 0 ? g.mb * kBlock / group : 0;
-  g.cgb = w[1] / kBlock, g.mgb = mg / kBlock;
+  g.cgb = g.plain_c ? g.cb : w[1] / kBlock, g.mgb = mg / kBlock;
   return g;
 }
 
 Geometry geometry_of(const KernelContext &ctx) {
   const Shape &x = ctx.input(0).shape(), &w = ctx.input(1).shape(), &y = ctx.output(0).shape();
-  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock)
+  const bool plain = x.rank() == 4;
+  if ((!plain && (x.rank() != 5 || x[4] != kBlock)) || y.rank() != 5 || y[4] != kBlock)
     ctx.fail("the CPU kernel takes block ", kBlock, " only; got input ", x.to_string(), ", output ",
              y.to_string());
   const Geometry g = geometry(x, w, y, ctx.attrs);
+  if (plain) {
+    if (g.group != 1 || w[1] != x[1] || w[0] != g.mb * kBlock)
+      ctx.fail("a plain input needs a dense conv (one group) with whole output blocks; got input ",
+               x.to_string(), ", weight ", w.to_string(), ", group ", g.group);
+    return g;
+  }
   const int64_t cg = w[1], mg = g.mgb * kBlock;
   if (g.kind != ConvKind::kDepthwise &&
       (g.group < 1 || cg % kBlock != 0 || mg % kBlock != 0 || cg * g.group != g.cb * kBlock ||
@@ -192,8 +203,9 @@ void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels) {
         acc[l] = p.accumulate ? y[l] : p.bias ? p.bias[f * kBlock + l] : 0.0f;
       for (int64_t t = 0; t < p.taps; ++t) {
         const float *x = p.x + (p.tap_offsets ? p.tap_offsets[t] : 0) + q * p.x_pixel_stride;
-        for (int64_t k = 0; k < p.in_blocks * kBlock; ++k) {
-          const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock];
+        const int64_t channels = (p.in_blocks - 1) * kBlock + p.last_channels;
+        for (int64_t k = 0; k < channels; ++k) {
+          const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock * p.x_channel_stride];
           const float *wk = p.w + t * p.w_tap_stride + (k * p.filters + f) * kBlock;
           for (int l = 0; l < kBlock; ++l) acc[l] += xv * wk[l];
         }
@@ -390,36 +402,38 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
                  const ConvRun &r) {
   const float *x = r.x, *bias = r.bias, *residual = r.residual;
   float *y = r.y;
-  const int64_t taps = g.kh * g.kw, cg = g.cgb * kBlock;
+  const int64_t taps = g.kh * g.kw, cg = g.plain_c ? g.plain_c : g.cgb * kBlock;
   const int64_t rows = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
   const int64_t cols = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-  const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * kBlock;
-  const int64_t padded_plane = rows * cols * kBlock;
+  // A plain input is padded plane by plane: "pixels" of one float, planes of one channel.
+  const int64_t lanes = g.plain_c ? 1 : kBlock, planes = g.plain_c ? g.plain_c : g.cb;
+  const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * lanes;
+  const int64_t padded_plane = rows * cols * lanes;
   // The calling thread's buffer, read by every worker while parallel_for runs.
   thread_local AlignedFloats padded;
-  padded.resize(static_cast<size_t>(checked_mul(g.n * g.cb, padded_plane)));
+  padded.resize(static_cast<size_t>(checked_mul(g.n * planes, padded_plane)));
   float *pad = padded.data();
-  pool.parallel_for(g.n * g.cb * rows, std::max<int64_t>(1, 4096 / (cols * kBlock)),
+  pool.parallel_for(g.n * planes * rows, std::max<int64_t>(1, 4096 / (cols * lanes)),
                     [&](int64_t begin, int64_t end) {
                       for (int64_t item = begin; item < end; ++item) {
                         const int64_t plane = item / rows, row = item % rows;
                         const int64_t ir = row - g.pt;
-                        float *d = pad + plane * padded_plane + row * cols * kBlock;
+                        float *d = pad + plane * padded_plane + row * cols * lanes;
                         if (ir < 0 || ir >= g.h) {
-                          std::fill(d, d + cols * kBlock, 0.0f);
+                          std::fill(d, d + cols * lanes, 0.0f);
                           continue;
                         }
                         const int64_t c0 = std::min(g.pl, cols);
                         const int64_t c1 = std::clamp(g.pl + g.w, c0, cols);
-                        std::fill(d, d + c0 * kBlock, 0.0f);
-                        std::copy_n(x + plane * in_plane + (ir * g.w + c0 - g.pl) * kBlock,
-                                    (c1 - c0) * kBlock, d + c0 * kBlock);
-                        std::fill(d + c1 * kBlock, d + cols * kBlock, 0.0f);
+                        std::fill(d, d + c0 * lanes, 0.0f);
+                        std::copy_n(x + plane * in_plane + (ir * g.w + c0 - g.pl) * lanes,
+                                    (c1 - c0) * lanes, d + c0 * lanes);
+                        std::fill(d + c1 * lanes, d + cols * lanes, 0.0f);
                       }
                     });
   std::vector<int64_t> tap_offsets;  // from the first tap, in the padded copy
   for (int64_t a = 0; a < g.kh; ++a)
-    for (int64_t b = 0; b < g.kw; ++b) tap_offsets.push_back((a * g.dh * cols + b * g.dw) * kBlock);
+    for (int64_t b = 0; b < g.kw; ++b) tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes);
   const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
   const int64_t bands = ceil_div(g.oh, band);
   const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
@@ -430,11 +444,12 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       const int64_t fg = item / bands % fgroups, gg = item / (bands * fgroups) % g.group;
       const int64_t n = item / (bands * fgroups * g.group);
       const int64_t first = packed.groups[fg], filters = packed.groups[fg + 1] - first;
-      const float *group_input = pad + (n * g.cb + gg * g.cgb) * padded_plane;
+      const float *group_input = pad + (n * planes + gg * g.cgb * kBlock / lanes) * padded_plane;
       const int64_t out_block = n * g.mb + gg * g.mgb + first;
       ukernels::NchwcConvTile p{};
-      p.x_block_stride = padded_plane;
-      p.x_pixel_stride = g.sw * kBlock;
+      p.x_block_stride = padded_plane * kBlock / lanes;
+      p.x_pixel_stride = g.sw * lanes;
+      p.x_channel_stride = g.plain_c ? padded_plane : 1;
       p.taps = taps;
       p.tap_offsets = tap_offsets.data();
       p.w_tap_stride = cg * filters * kBlock;
@@ -448,8 +463,10 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
         p.w = w + k0 * kBlock * filters * kBlock;
         p.accumulate = k0 > 0;
         p.last = k0 + kInBlocksPerPass >= g.cgb;
+        p.last_channels = g.plain_c && p.last ? static_cast<int>(cg - (g.cgb - 1) * kBlock)
+                                              : static_cast<int>(kBlock);
         for (int64_t i = i0; i < i1; ++i) {
-          p.x = group_input + k0 * padded_plane + i * g.sh * cols * kBlock;
+          p.x = group_input + k0 * p.x_block_stride + i * g.sh * cols * lanes;
           const int64_t at = out_block * out_plane + i * g.ow * kBlock;
           p.y = y + at;
           p.residual = residual ? residual + at : nullptr;
@@ -534,7 +551,8 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
                   : kind == ConvKind::kPointwise ? "nchwc_pointwise"
                                                  : "nchwc_grouped";
   std::shared_ptr<PackedWeights> direct = pack(*w, group, kind);
-  if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0)
+  if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0 ||
+      ctx.input_shapes[0].rank() != 5)
     return direct;
   auto winograd = std::make_shared<PackedWeights>();
   winograd->winograd =

@@ -18,12 +18,18 @@ inline constexpr int kNchwcMaxFilters = 3;
 // Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `taps`
 // kernel taps and `in_blocks` input blocks: y[f][q][l] (+)= sum over tap t and input channel k of
 // w[t][k][f][l] * x[k / 8][q + tap t][k % 8]. A pointwise conv has one tap at offset 0; a
-// grouped or dense conv reads a zero-padded copy of its input, so no tap falls outside it.
+// grouped or dense conv reads a zero-padded copy of its input, so no tap falls outside it. The
+// weights have w_tap_stride / (F * 8) input channels per tap (a plain input's count need not be a
+// multiple of 8).
 struct NchwcConvTile {
   const float *x;          // input block 0 at the segment's first pixel (its first tap)
   int64_t x_block_stride;  // floats between input blocks
   int64_t x_pixel_stride;  // floats between the inputs of two consecutive outputs (8 * stride)
   int64_t in_blocks;
+  // A plain NCHW input (a network's first conv, on 3 channels): its channels are planes
+  // x_channel_stride floats apart, and the last block has only last_channels of them.
+  int64_t x_channel_stride = 1;
+  int last_channels = kNchwcBlock;
   int64_t taps = 1;
   const int64_t *tap_offsets = nullptr;  // floats from a pixel's first tap to each; nullptr: {0}
   const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8][filters][8]
@@ -46,6 +52,19 @@ void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels);
 // ignored (always 8).
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
                                int64_t row_begin, int64_t row_end, float *scratch);
+
+// Max or average pooling of one blocked plane: x [h][w][8], y [oh][ow][8]. Per output row i the
+// kernel rows [row_lo[i], row_hi[i]) fall inside the image, per output column j the kernel
+// columns [col_lo[j], col_hi[j]); an average divides by row_div[i] * col_div[j].
+struct NchwcPool {
+  const float *x;
+  float *y;
+  int64_t w, ow, sh, sw, pt, pl, dh, dw;
+  const int64_t *row_lo, *row_hi, *col_lo, *col_hi;
+  const float *row_div, *col_div;
+  bool max;
+};
+void f32_nchwc_pool_rows__avx2(const NchwcPool &p, int64_t row_begin, int64_t row_end);
 
 // 8 channel planes (plane floats apart) of `pixels` pixels -> [pixels][8] (32-byte aligned).
 void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y);

@@ -16,7 +16,9 @@ namespace {
 
 constexpr int kLanes = kNchwcBlock;
 
-template <int F, int P>
+// Plain: the input is plain NCHW planes (NchwcConvTile::x_channel_stride), the last block partly
+// filled; a separate instantiation, so the blocked loop keeps its constant strides.
+template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *residual) {
   __m256 acc[P][F];
   for (int f = 0; f < F; ++f) {
@@ -31,11 +33,13 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
     for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
       const float *xb = xt + cb * p.x_block_stride;
-      for (int c = 0; c < kLanes; ++c, w += F * kLanes) {
+      const int channels = Plain && cb + 1 == p.in_blocks ? p.last_channels : kLanes;
+      for (int c = 0; c < channels; ++c, w += F * kLanes) {
         __m256 wv[F];
         for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
+        const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
         for (int r = 0; r < P; ++r) {
-          const __m256 xv = _mm256_broadcast_ss(xb + r * p.x_pixel_stride + c);
+          const __m256 xv = _mm256_broadcast_ss(xc + r * p.x_pixel_stride);
           for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
         }
       }
@@ -55,36 +59,42 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
 }
 
 // Whole tiles of P pixels, then the rest with smaller tiles.
-template <int F, int P>
+template <int F, int P, bool Plain>
 void run_pixels(const NchwcConvTile &p, int64_t pixels) {
   const float *x = p.x;
   float *y = p.y;
   const float *residual = p.last ? p.residual : nullptr;
   int64_t q = 0;
   for (; q + P <= pixels; q += P)
-    tile<F, P>(p, x + q * p.x_pixel_stride, y + q * kLanes,
-               residual ? residual + q * kLanes : nullptr);
+    tile<F, P, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+                      residual ? residual + q * kLanes : nullptr);
   if constexpr (P > 1) {
     if (q < pixels) {
       NchwcConvTile rest = p;
       rest.x = x + q * p.x_pixel_stride, rest.y = y + q * kLanes;
       rest.residual = residual ? residual + q * kLanes : nullptr;
-      run_pixels<F, P - 1>(rest, pixels - q);
+      run_pixels<F, P - 1, Plain>(rest, pixels - q);
     }
+  }
+}
+
+template <bool Plain>
+void run_filters(const NchwcConvTile &p, int64_t pixels) {
+  switch (p.filters) {
+    case 3:
+      return run_pixels<3, 4, Plain>(p, pixels);
+    case 2:
+      return run_pixels<2, 6, Plain>(p, pixels);
+    default:
+      return run_pixels<1, 12, Plain>(p, pixels);
   }
 }
 
 }  // namespace
 
 void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels) {
-  switch (p.filters) {
-    case 3:
-      return run_pixels<3, 4>(p, pixels);
-    case 2:
-      return run_pixels<2, 6>(p, pixels);
-    default:
-      return run_pixels<1, 12>(p, pixels);
-  }
+  if (p.x_channel_stride != 1 || p.last_channels != kLanes) return run_filters<true>(p, pixels);
+  run_filters<false>(p, pixels);
 }
 
 void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y) {

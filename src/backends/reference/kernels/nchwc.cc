@@ -1,5 +1,6 @@
 // Reference kernels of the channel-blocked layout (graph/ops/nchwc.cc): the reorders as plain
-// index arithmetic; nchwc_conv as from_nchwc, the reference fused_conv, to_nchwc.
+// index arithmetic; nchwc_conv and the pools as from_nchwc (unless x is plain), the reference
+// fused_conv or pool, to_nchwc.
 #include <optional>
 #include <vector>
 
@@ -54,31 +55,48 @@ Tensor unblock(const Tensor &blocked) {
   return plain;
 }
 
-void nchwc_conv(KernelContext &ctx) {
-  const KernelFn fused_conv = kernel_registry("reference").find("fused_conv", DType::Float32);
-  if (!fused_conv) ctx.fail("no reference fused_conv kernel");
-  const Tensor x = unblock(ctx.input(0));
-  std::optional<Tensor> z;
-  if (ctx.has_input(3)) z = unblock(ctx.input(3));
+// The reference kernel of plain op `op` on `inputs` (unblocked already), its output blocked into
+// the step's.
+void run_plain(KernelContext &ctx, const char *op, const std::vector<const Tensor *> &inputs) {
+  const KernelFn plain_op = kernel_registry("reference").find(op, DType::Float32);
+  if (!plain_op) ctx.fail("no reference ", op, " kernel");
   Tensor &y = ctx.output(0);
   Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
   Attributes attrs = ctx.attrs;
   attrs.erase("block");
-  KernelContext inner{
-      .inputs = {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, z ? &*z : nullptr},
-      .outputs = {&plain_y},
-      .attrs = attrs,
-      .pool = ctx.pool,
-      .stream = ctx.stream,
-      .op = ctx.op,
-      .node = ctx.node};
-  fused_conv(inner);
+  KernelContext inner{.inputs = inputs,
+                      .outputs = {&plain_y},
+                      .attrs = attrs,
+                      .pool = ctx.pool,
+                      .stream = ctx.stream,
+                      .op = ctx.op,
+                      .node = ctx.node};
+  plain_op(inner);
   reorder(blocking_of(y.shape()), plain_y.data<float>(), y.data<float>(), true);
 }
+
+void nchwc_conv(KernelContext &ctx) {
+  const Tensor x = ctx.input(0).rank() == 4 ? ctx.input(0) : unblock(ctx.input(0));
+  std::optional<Tensor> z;
+  if (ctx.has_input(3)) z = unblock(ctx.input(3));
+  run_plain(ctx, "fused_conv",
+            {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, z ? &*z : nullptr});
+}
+
+template <const char *kPlainOp>
+void nchwc_pool2d(KernelContext &ctx) {
+  const Tensor x = unblock(ctx.input(0));
+  run_plain(ctx, kPlainOp, {&x});
+}
+
+constexpr char kMaxPool[] = "max_pool2d";
+constexpr char kAvgPool[] = "avg_pool2d";
 
 LUMEN_REGISTER_KERNEL("reference", "to_nchwc", to_nchwc<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "from_nchwc", from_nchwc<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "nchwc_conv", nchwc_conv, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "nchwc_max_pool2d", nchwc_pool2d<kMaxPool>, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "nchwc_avg_pool2d", nchwc_pool2d<kAvgPool>, DType::Float32);
 
 }  // namespace
 }  // namespace lumen
