@@ -9,12 +9,15 @@
 // one output channel per group), dense (one group, any kernel: 3x3 stride-1 ones by Winograd or
 // direct taps, whichever measures faster, the others by direct taps) and grouped convs whose
 // groups hold whole blocks (any kernel, stride, padding and dilation for all), with known channel
-// counts that are multiples of the block, constant weights, float32. Ops that do not care about the
-// layout join a chain too, so that it does not break around them: element-wise ops whose operands
-// are single values or images with the output's channels (a squeeze-and-excitation block's Mul by
-// [N, C, 1, 1] broadcasts the same way blocked), concatenation along the channels of whole blocks,
-// and global average pooling (a reduce_mean over H and W of the blocked image). A chain is a set of
-// such nodes connected through their inputs.
+// counts that are multiples of the block, constant weights, float32; and a chain's entry: a dense
+// conv on channels that are not whole blocks (an image's three) reads its input plain and writes
+// the blocked layout. Dense convs that mostly read padding stay in NCHW (mostly_padding). Ops that
+// do not care about the layout join a chain too, so that it does not break around them:
+// element-wise ops whose operands are single values or images with the output's channels (a
+// squeeze-and-excitation block's Mul by [N, C, 1, 1] broadcasts the same way blocked),
+// concatenation along the channels of whole blocks, global average pooling (a reduce_mean over H
+// and W of the blocked image), and max and average pooling (their blocked ops). A chain is a set
+// of such nodes connected through their inputs.
 //
 // A chain changes layout when it holds two convs that do real work, one of them spatial (more
 // than one tap): there the blocked kernels win (in-process A/B at 2 threads: MNASNet 0.78-0.81x,

@@ -5,9 +5,10 @@
 // - pointwise: weights packed once into groups of up to three output blocks, [C][F][8] per group;
 //   a work item is (image, run of output pixels, slice of the groups), walked in tiles of 12 / F
 //   pixels, 16 input blocks per pass, reading the blocked input where it lies;
-// - grouped (groups of whole blocks, dense convs as one group, any kernel): per (image, group,
-//   filter group, band of rows), a zero-padded copy of the band's input rows, then the tile sums
-//   every tap;
+// - grouped (groups of whole blocks, dense convs as one group, any kernel): the input copied
+//   zero-padded once, then per (image, group, filter group, band of rows) the tile sums every
+//   tap; a chain's entry conv reads a plain NCHW input this way (channel planes, the last block
+//   partly filled);
 // - Winograd (dense 3x3 stride 1, nchwc_winograd.h) where it measures faster than grouped;
 // - depthwise: per (image, channel block, band of rows), each output's taps one vector
 //   multiply-add each; a 1x1 depthwise conv is one affine pass.
