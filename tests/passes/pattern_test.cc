@@ -579,5 +579,54 @@ TEST(RecognizeAttention, TransposedKeysAndBroadcastKeyMask) {
   }
 }
 
+// --- attention_heads_in_place --------------------------------------------------------------------
+
+// BERT's attention as torch exports it, heads split from and merged back to [B, S, H * D]: after
+// recognize_attention, attention reads Q, K and V and writes its output in that layout, and the
+// head transposes go. Left alone when the output is used with its heads split.
+TEST(AttentionHeadsInPlace, BertHeadSplitAndMergeGo) {
+  for (bool merged_output : {true, false}) {
+    Graph g;
+    Value *xq = g.add_input("xq", {2, 5, 16});
+    Value *xk = g.add_input("xk", {2, 5, 16});
+    Value *xv = g.add_input("xv", {2, 5, 16});
+    auto split = [&](Value *x, std::vector<int64_t> perm) {
+      Value *r = g.add_op("reshape", {x, int_constant(g, {2, 5, 2, 8})});
+      return g.add_op("transpose", {r}, {{"perm", perm}});
+    };
+    Value *scores =
+        g.add_op("div", {g.add_op("matmul", {split(xq, {0, 2, 1, 3}), split(xk, {0, 2, 3, 1})}),
+                         scalar(g, std::sqrt(8.0f))});
+    Value *probs = g.add_op("softmax", {scores}, {{"axis", int64_t{-1}}});
+    Value *y = g.add_op("matmul", {probs, split(xv, {0, 2, 1, 3})});
+    if (merged_output) {
+      Value *t = g.add_op("transpose", {y}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+      y = g.add_op("reshape", {t, int_constant(g, {2, 5, 16})});
+    }
+    g.mark_output(y);
+    const Graph original = g.clone();
+    run_pass(*make_recognize_attention(), g);
+    run_pass(*make_attention_heads_in_place(), g, merged_output);
+    PassContext dce;
+    make_dead_code_elimination()->run(g, dce);
+    const Node *attention = g.outputs()[0]->producer();
+    if (merged_output) {
+      ASSERT_EQ(attention->op(), "attention");
+      EXPECT_EQ(attention->attrs().get_int("q_num_heads", 0), 2);
+      EXPECT_EQ(attention->attrs().get_int("kv_num_heads", 0), 2);
+      EXPECT_EQ(attention->input(0), xq);
+      EXPECT_EQ(attention->input(1), xk);
+      EXPECT_EQ(attention->input(2), xv);
+      EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"attention", 1}}));
+    } else {
+      EXPECT_FALSE(attention->attrs().has("q_num_heads"));
+    }
+    EXPECT_TRUE(same_outputs(original, g,
+                             {random_tensor({2, 5, 16}, 8, -2, 2),
+                              random_tensor({2, 5, 16}, 9, -2, 2), random_tensor({2, 5, 16}, 10)},
+                             1e-4, 1e-5));
+  }
+}
+
 }  // namespace
 }  // namespace lumen::testing

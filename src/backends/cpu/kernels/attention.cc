@@ -148,13 +148,13 @@ void attention_f32(KernelContext &ctx) {
   std::vector<int64_t> nonpad;
   if (ctx.has_input(6)) nonpad = ctx.input_ints(6, "nonpad_kv_seqlen");
 
-  // K and V rows: in place (rank 4, no past), else the present tensors [B, Hkv, total, D].
+  // K and V rows: in place (rank 4 or 3, no past), else the present tensors [B, Hkv, total, D].
   const HeadLayout k_in = layout_of(tk.data<float>(), rank3, hkv, skv, dk);
   const HeadLayout v_in = layout_of(tv.data<float>(), rank3, hkv, skv, dv);
   HeadLayout keys = k_in, values = v_in;
   Tensor present_k, present_v;
   const bool want_present = ctx.outputs.size() > 1 && ctx.outputs[1];
-  if (has_past || rank3 || want_present) {
+  if (has_past || want_present) {
     present_k = want_present ? ctx.output(1) : Tensor::empty({batch, hkv, total, dk});
     present_v = ctx.outputs.size() > 2 && ctx.outputs[2] ? ctx.output(2)
                                                          : Tensor::empty({batch, hkv, total, dv});
