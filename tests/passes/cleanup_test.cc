@@ -447,6 +447,36 @@ TEST(CleanupCancelTransposes, KeepsPairWhoseInnerHasOtherUses) {
   EXPECT_EQ(count(g, "transpose"), 2);
 }
 
+// torch's dynamo export of K^T: heads merged into the batch ([B * H, S, D]), the last two dims
+// swapped, heads split back out. One transpose of the 4-D value; with a symbolic batch too. A
+// split that does not restore the merged dims (3 x 2 from 2 x 3) is no transpose and stays.
+TEST(CleanupCancelTransposes, BatchedTransposeOnMergedDimsIsOneTranspose) {
+  for (int variant = 0; variant < 3; ++variant) {
+    Graph g;
+    const bool symbolic = variant == 1, other_split = variant == 2;
+    Value *x = g.add_input("x", {symbolic ? kUnknownDim : 2, 3, 5, 4});
+    if (symbolic) g.set_dim_names(x, {"batch", "", "", ""});
+    Value *v = g.add_op("reshape", {x, g.add_constant("merge", ints({-1, 5, 4}))});
+    v = g.add_op("transpose", {v}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    const std::vector<int64_t> split =
+        other_split ? std::vector<int64_t>{3, 2, 4, 5} : std::vector<int64_t>{-1, 3, 4, 5};
+    v = g.add_op("reshape", {v, g.add_constant("split", ints(split))});
+    g.mark_output(g.add_op("relu", {v}, {}, "y"));
+    g.infer_symbolic_shapes();
+    Graph before = g.clone();
+    auto pass = make_cancel_transposes();
+    run_pass(*pass, g, !other_split);
+    EXPECT_EQ(count(g, "reshape"), other_split ? 2 : 0);
+    if (!other_split) {
+      const Node *t = g.find_value("y")->producer()->input(0)->producer();
+      ASSERT_EQ(t->op(), "transpose");
+      EXPECT_EQ(t->input(0), g.find_value("x"));
+      EXPECT_EQ(t->attrs().get_ints("perm", {}), (std::vector<int64_t>{0, 1, 3, 2}));
+    }
+    EXPECT_TRUE(same_outputs(before, g, {random_tensor({2, 3, 5, 4}, 15)}));
+  }
+}
+
 TEST(CleanupCancelTransposes, MergesReshapePair) {
   Graph g;
   Value *x = g.add_input("x", {2, 3, 4});

@@ -1,6 +1,10 @@
 // Collapses back-to-back layout changes:
 //   transpose(transpose(x, p1), p2) -> transpose(x, p1[p2[i]]), or x when that is the identity
 //   reshape(reshape(x), s)          -> reshape(x, s)
+//   reshape(transpose(reshape(x [a, b, ...] -> [a * b, ...]), p with p[0] = 0) -> [a, b, ...])
+//                                   -> transpose(x, [0, 1, 1 + p[1], ...]): a transpose of the
+//     trailing dims done on merged leading dims (torch's dynamo exporter writes K^T this way, on
+//     [batch * heads, seq, size]), so that it meets the transposes around it.
 // The merged form runs only when the inner result has no other use (else the inner node stays and
 // nothing is saved); a cancelling pair goes straight to x in any case.
 #include <algorithm>
@@ -115,6 +119,42 @@ bool fold_reshape_pair(Graph &graph, Node *outer, PassContext &ctx) {
   return true;
 }
 
+bool fold_batched_transpose(Graph &graph, Node *outer, PassContext &ctx) {
+  Node *transpose = sole_producer_if(graph, outer->input(0), "transpose");
+  Node *inner = transpose ? sole_producer_if(graph, transpose->input(0), "reshape") : nullptr;
+  if (!inner) return false;
+  Value *x = inner->input(0), *merged = inner->output(), *y = outer->output();
+  const auto p = perm_of(transpose);
+  const auto sx = known_shape(x), sm = known_shape(merged), sy = known_shape(y);
+  if (!p || !sx || !sm || !sy) return false;
+  const size_t rank = sm->dims.rank();
+  if (rank < 2 || p->size() != rank || (*p)[0] != 0 || sx->dims.rank() != rank + 1 ||
+      sy->dims.rank() != rank + 1)
+    return false;
+  // x's trailing dims are the merged value's (so its first is x's first two), and y splits the
+  // transposed value's first dim back into x's first two.
+  for (size_t i = 1; i < rank; ++i)
+    if (!same_dim(merged, int64_t(i), x, int64_t(i + 1)) ||
+        !same_dim(y, int64_t(i + 1), transpose->output(), int64_t(i)))
+      return false;
+  if (!same_dim(y, 0, x, 0) || !same_dim(y, 1, x, 1)) return false;
+  std::vector<int64_t> perm{0, 1};
+  for (size_t i = 1; i < rank; ++i) perm.push_back((*p)[i] + 1);
+  Value *direct = graph.add_op("transpose", {x}, {{"perm", perm}}, graph.fresh_name(outer->name()));
+  if (!graph.can_replace(y, direct)) {
+    graph.remove_node(direct->producer());
+    return false;
+  }
+  ctx.note("reshape '", inner->name(), "', transpose '", transpose->name(), "' and reshape '",
+           outer->name(), "' -> transpose '", direct->producer()->name(), "' perm ",
+           ints_to_string(perm));
+  graph.replace_all_uses(y, direct);
+  graph.remove_node(outer);
+  graph.remove_node(transpose);
+  graph.remove_node(inner);
+  return true;
+}
+
 class CancelTransposes final : public Pass {
  public:
   std::string_view name() const override { return "cancel_transposes"; }
@@ -127,7 +167,8 @@ class CancelTransposes final : public Pass {
       if (node->op() == "transpose")
         changed = fold_transpose_pair(graph, node, ctx) || changed;
       else if (node->op() == "reshape")
-        changed = fold_reshape_pair(graph, node, ctx) || changed;
+        changed = fold_batched_transpose(graph, node, ctx) || fold_reshape_pair(graph, node, ctx) ||
+                  changed;
     }
     return changed;
   }
