@@ -50,6 +50,21 @@ std::vector<TensorType> infer_from_nchwc(const InferContext &ctx) {
   return {{x.dtype, unblocked(ctx, x.shape, block_of(ctx), "input")}};
 }
 
+// The inference of plain op `plain_op` on `inputs` (x unblocked), its output blocked.
+std::vector<TensorType> infer_as_plain(const InferContext &ctx, const char *plain_op,
+                                       const std::vector<const TensorType *> &inputs) {
+  Attributes attrs = ctx.attrs;
+  attrs.erase("block");
+  auto out = get_op(plain_op).infer(InferContext{.inputs = inputs,
+                                                 .attrs = attrs,
+                                                 .op = ctx.op,
+                                                 .node = ctx.node,
+                                                 .values = ctx.values,
+                                                 .shapes_known = ctx.shapes_known});
+  out[0].shape = blocked(ctx, out[0].shape, block_of(ctx), "output");
+  return out;
+}
+
 std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
   const int64_t block = block_of(ctx);
   // fused_conv's inference on the unblocked types checks everything else.
@@ -66,34 +81,15 @@ std::vector<TensorType> infer_nchwc_conv(const InferContext &ctx) {
     z = {ctx.input(3).dtype, unblocked(ctx, ctx.input(3).shape, block, "residual z")};
     inputs[3] = &z;
   }
-  Attributes attrs = ctx.attrs;
-  attrs.erase("block");
-  auto out = get_op("fused_conv")
-                 .infer(InferContext{.inputs = inputs,
-                                     .attrs = attrs,
-                                     .op = ctx.op,
-                                     .node = ctx.node,
-                                     .values = ctx.values,
-                                     .shapes_known = ctx.shapes_known});
-  out[0].shape = blocked(ctx, out[0].shape, block, "output");
-  return out;
+  return infer_as_plain(ctx, "fused_conv", inputs);
 }
 
-// An op on plain images (pooling) applied to a blocked x: its inference on the unblocked type.
+// Pooling on a blocked x.
 template <const char *kPlainOp>
-std::vector<TensorType> infer_blocked(const InferContext &ctx) {
-  const int64_t block = block_of(ctx);
-  const TensorType x{ctx.input(0).dtype, unblocked(ctx, ctx.input(0).shape, block, "input x")};
-  Attributes attrs = ctx.attrs;
-  attrs.erase("block");
-  auto out = get_op(kPlainOp).infer(InferContext{.inputs = {&x},
-                                                 .attrs = attrs,
-                                                 .op = ctx.op,
-                                                 .node = ctx.node,
-                                                 .values = ctx.values,
-                                                 .shapes_known = ctx.shapes_known});
-  out[0].shape = blocked(ctx, out[0].shape, block, "output");
-  return out;
+std::vector<TensorType> infer_blocked_pool(const InferContext &ctx) {
+  const TensorType x{ctx.input(0).dtype,
+                     unblocked(ctx, ctx.input(0).shape, block_of(ctx), "input x")};
+  return infer_as_plain(ctx, kPlainOp, {&x});
 }
 
 constexpr char kMaxPool[] = "max_pool2d";
@@ -101,8 +97,8 @@ constexpr char kAvgPool[] = "avg_pool2d";
 
 }  // namespace
 
-LUMEN_REGISTER_OP({.name = "nchwc_max_pool2d", .infer = infer_blocked<kMaxPool>});
-LUMEN_REGISTER_OP({.name = "nchwc_avg_pool2d", .infer = infer_blocked<kAvgPool>});
+LUMEN_REGISTER_OP({.name = "nchwc_max_pool2d", .infer = infer_blocked_pool<kMaxPool>});
+LUMEN_REGISTER_OP({.name = "nchwc_avg_pool2d", .infer = infer_blocked_pool<kAvgPool>});
 LUMEN_REGISTER_OP({.name = "to_nchwc", .infer = infer_to_nchwc});
 LUMEN_REGISTER_OP({.name = "from_nchwc", .infer = infer_from_nchwc});
 LUMEN_REGISTER_OP(
