@@ -3,6 +3,7 @@
 // positive case checks the rewrite, its note and that the optimized graph computes what the
 // original did; each negative case checks that a near-miss is left alone.
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "pass_test_util.h"
@@ -577,6 +578,63 @@ TEST(RecognizeAttention, TransposedKeysAndBroadcastKeyMask) {
                               random_tensor({2, 3, 4, 8}, 7)},
                              1e-4, 1e-5));
   }
+}
+
+// --- recognize_rotary ----------------------------------------------------------------------------
+
+// x * cos + rotate_half(x) * sin as torch exports it, in the operand orders and slice forms
+// exporters write; cos and sin of [S, D] or [B, 1, S, D]. A split that is not at D/2, or a cos
+// that would grow x, is no rotary embedding and stays.
+TEST(RecognizeRotary, RotateHalfFormsBecomeOneNode) {
+  struct Case {
+    bool swap_add, swap_mul, rank2_cache, int_max_end;
+    int64_t split;
+    bool recognized;
+  };
+  for (const Case c :
+       {Case{false, false, false, false, 4, true}, Case{true, true, true, true, 4, true},
+        Case{false, true, false, true, 4, true}, Case{false, false, false, false, 3, false}}) {
+    Graph g;
+    Value *x = g.add_input("x", {2, 3, 5, 8});
+    const Shape cache = c.rank2_cache ? Shape{5, 8} : Shape{2, 1, 5, 8};
+    Value *cos = g.add_input("cos", cache), *sin = g.add_input("sin", cache);
+    auto slice = [&](int64_t begin, int64_t end) {
+      return g.add_op("slice", {x, int_constant(g, {begin}), int_constant(g, {end}),
+                                int_constant(g, {c.int_max_end ? 3 : -1})});
+    };
+    const int64_t big = c.int_max_end ? std::numeric_limits<int64_t>::max() : 8;
+    Value *rotated = g.add_op("concat", {g.add_op("neg", {slice(c.split, big)}), slice(0, c.split)},
+                              {{"axis", int64_t{-1}}});
+    Value *direct = c.swap_mul ? g.add_op("mul", {cos, x}) : g.add_op("mul", {x, cos});
+    Value *turned = c.swap_mul ? g.add_op("mul", {sin, rotated}) : g.add_op("mul", {rotated, sin});
+    g.mark_output(c.swap_add ? g.add_op("add", {turned, direct}, {}, "y")
+                             : g.add_op("add", {direct, turned}, {}, "y"));
+    const Graph original = g.clone();
+    auto pass = make_recognize_rotary();
+    run_pass(*pass, g, c.recognized);
+    EXPECT_EQ(op_counts(g),
+              c.recognized ? (std::map<std::string, int>{{"rotate_half_mix", 1}})
+                           : (std::map<std::string, int>{
+                                 {"add", 1}, {"concat", 1}, {"mul", 2}, {"neg", 1}, {"slice", 2}}));
+    const std::vector<Tensor> inputs{random_tensor({2, 3, 5, 8}, 20, -2, 2),
+                                     random_tensor(cache, 21, -1, 1),
+                                     random_tensor(cache, 22, -1, 1)};
+    EXPECT_TRUE(same_outputs(original, g, inputs, 1e-5, 1e-6));
+    EXPECT_TRUE(same_outputs(original, g, inputs, 1e-5, 1e-6, "reference"));
+  }
+  // cos [2, 3, 5, 8] on x [1, 3, 5, 8]: the mul broadcasts x up, the output is not x's shape.
+  Graph g;
+  Value *x = g.add_input("x", {1, 3, 5, 8});
+  Value *cos = g.add_input("cos", {2, 3, 5, 8}), *sin = g.add_input("sin", {2, 3, 5, 8});
+  auto half = [&](int64_t b, int64_t e) {
+    return g.add_op("slice",
+                    {x, int_constant(g, {b}), int_constant(g, {e}), int_constant(g, {-1})});
+  };
+  Value *rotated =
+      g.add_op("concat", {g.add_op("neg", {half(4, 8)}), half(0, 4)}, {{"axis", int64_t{-1}}});
+  g.mark_output(g.add_op("add", {g.add_op("mul", {x, cos}), g.add_op("mul", {rotated, sin})}));
+  auto pass = make_recognize_rotary();
+  run_pass(*pass, g, /*changed=*/false);
 }
 
 // --- attention_heads_in_place --------------------------------------------------------------------

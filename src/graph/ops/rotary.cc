@@ -6,6 +6,10 @@
 //   attrs: interleaved 0|1 (pairs (2j, 2j+1) instead of (j, j + rd/2)), rotary_embedding_dim rd
 //     (0: the head size), num_heads.
 //   output: like x.
+// rotate_half_mix (created by recognize_rotary): x * cos + rotate_half(x) * sin, the form torch
+// models write rotary embeddings in, with rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2]).
+//   inputs: x [..., D] (float, D even), cos and sin of one shape [..., D] broadcasting to x over
+//     the leading dims (numpy rules; x's shape is the output's).
 #include <vector>
 
 #include "graph/op_schema.h"
@@ -64,6 +68,31 @@ std::vector<TensorType> infer_rotary(const InferContext &ctx) {
 
 LUMEN_REGISTER_OP(
     {.name = "rotary_embedding", .min_inputs = 3, .max_inputs = 4, .infer = infer_rotary});
+
+std::vector<TensorType> infer_rotate_half_mix(const InferContext &ctx) {
+  const TensorType &x = ctx.input(0), &cos = ctx.input(1), &sin = ctx.input(2);
+  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
+    ctx.fail("input dtype ", dtype_name(x.dtype), " is not supported (float32 or float64)");
+  if (cos.dtype != x.dtype || sin.dtype != x.dtype || cos.shape != sin.shape)
+    ctx.fail("cos ", cos.shape.to_string(), " and sin ", sin.shape.to_string(),
+             " must have one shape and the input's dtype");
+  const size_t rank = x.shape.rank();
+  if (rank < 1 || cos.shape.rank() < 1 || cos.shape.rank() > rank)
+    ctx.fail("cos ", cos.shape.to_string(), " must broadcast to the input ", x.shape.to_string());
+  const int64_t d = x.shape[rank - 1];
+  if (d != kUnknownDim && d % 2 != 0) ctx.fail("the last dim ", d, " must be even");
+  for (size_t i = 0; i < cos.shape.rank(); ++i) {
+    const int64_t c = cos.shape[cos.shape.rank() - 1 - i], v = x.shape[rank - 1 - i];
+    const bool last = i == 0;
+    if (c != kUnknownDim && v != kUnknownDim && c != v && (last || c != 1))
+      ctx.fail("cos ", cos.shape.to_string(), " does not broadcast to the input ",
+               x.shape.to_string(), last ? " (the last dims must be equal)" : "");
+  }
+  return {{x.dtype, x.shape}};
+}
+
+LUMEN_REGISTER_OP(
+    {.name = "rotate_half_mix", .min_inputs = 3, .max_inputs = 3, .infer = infer_rotate_half_mix});
 
 // bit_cast (ONNX BitCast 26): reinterprets the bytes of x as dtype `to` (a dtype name) of the same
 // size; the shape is unchanged.

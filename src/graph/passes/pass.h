@@ -52,6 +52,7 @@ std::unique_ptr<Pass> make_matmul_add_to_gemm();
 std::unique_ptr<Pass> make_recognize_gelu();
 std::unique_ptr<Pass> make_recognize_swish();
 std::unique_ptr<Pass> make_recognize_layer_norm();
+std::unique_ptr<Pass> make_recognize_rotary();
 std::unique_ptr<Pass> make_recognize_attention();
 std::unique_ptr<Pass> make_attention_heads_in_place();
 std::unique_ptr<Pass> make_fuse_bias_activation();

@@ -34,6 +34,7 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_recognize_gelu());
   passes.push_back(make_recognize_swish());
   passes.push_back(make_recognize_layer_norm());
+  passes.push_back(make_recognize_rotary());
   passes.push_back(make_recognize_attention());
   passes.push_back(make_attention_heads_in_place());
   passes.push_back(make_matmul_add_to_gemm());

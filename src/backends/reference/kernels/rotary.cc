@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/broadcast_rows.h"
 #include "backends/common/f64_io.h"
 #include "core/kernel.h"
 
@@ -96,6 +97,27 @@ void swiglu(KernelContext &ctx) {
 
 LUMEN_REGISTER_KERNEL("reference", "swiglu", swiglu, DType::Float32, DType::Float64, DType::Float16,
                       DType::BFloat16);
+
+// Reference rotate_half_mix: y = x * cos + rotate_half(x) * sin element by element, in double:
+// y[j] = x[j] cos[j] - x[j + D/2] sin[j] for j < D/2, y[j] = x[j] cos[j] + x[j - D/2] sin[j] after.
+void rotate_half_mix(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &cos_t = ctx.input(1), &sin_t = ctx.input(2);
+  const std::vector<double> xv = to_f64(ctx, x), cv = to_f64(ctx, cos_t), sv = to_f64(ctx, sin_t);
+  const int64_t d = x.shape()[x.rank() - 1], half = d / 2, rows = d > 0 ? x.numel() / d : 0;
+  const BroadcastRows row_of(x.shape(), cos_t.shape());
+  std::vector<double> yv(xv.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = xv.data() + r * d;
+    const double *c = cv.data() + row_of(r) * d, *s = sv.data() + row_of(r) * d;
+    double *y = yv.data() + r * d;
+    for (int64_t j = 0; j < d; ++j)
+      y[j] = xr[j] * c[j] + (j < half ? -xr[j + half] : xr[j - half]) * s[j];
+  }
+  from_f64(ctx, ctx.output(0), yv);
+}
+
+LUMEN_REGISTER_KERNEL("reference", "rotate_half_mix", rotate_half_mix, DType::Float32,
+                      DType::Float64);
 
 }  // namespace
 }  // namespace lumen
