@@ -32,7 +32,7 @@ std::optional<std::vector<int64_t>> constant_ints(const Value *v) {
   return out;
 }
 
-// `s` is slice(x, [begin], [end], [last axis], [1]?) of x's last dim (size d) covering exactly
+// `s` is slice(x, [begin], [end], [last axis], [1]?) of x's last dim, of size d, covering exactly
 // [begin, begin + d / 2): returns x.
 Value *half_slice(const Value *s, int64_t begin, int64_t d) {
   Node *n = producer_if(s, "slice");
@@ -44,7 +44,9 @@ Value *half_slice(const Value *s, int64_t begin, int64_t d) {
   const auto steps = n->inputs().size() > 4 && n->input(4) ? constant_ints(n->input(4))
                                                            : std::optional<std::vector<int64_t>>{};
   const auto sx = known_shape(x);
-  if (!sx || !starts || !ends || starts->size() != 1 || ends->size() != 1) return nullptr;
+  if (!sx || !starts || !ends || starts->size() != 1 || ends->size() != 1 || sx->dims.rank() < 1 ||
+      sx->dims[sx->dims.rank() - 1] != d)
+    return nullptr;
   const int64_t rank = static_cast<int64_t>(sx->dims.rank());
   const int64_t axis = axes ? (axes->size() == 1 ? (*axes)[0] : rank) : 0;
   if (axis != -1 && axis != rank - 1) return nullptr;
