@@ -116,7 +116,7 @@ void output_transform(const NchwcWinogradConv &c, int64_t n, int64_t cols, int64
 std::shared_ptr<NchwcWinogradWeights> nchwc_winograd_weights(const float *w, int64_t m, int64_t c,
                                                              std::vector<int64_t> groups) {
   auto out = std::make_shared<NchwcWinogradWeights>();
-  out->m = m, out->c = c, out->groups = std::move(groups);
+  out->m = m, out->groups = std::move(groups);
   out->u.resize(static_cast<size_t>(checked_mul(checked_mul(kPositions, m), c)));
   float *u = out->u.data();
   for (size_t fg = 0; fg + 1 < out->groups.size(); ++fg) {

@@ -20,7 +20,7 @@ namespace lumen::cpu {
 // position k): for each filter group (first block, F blocks) of `groups`,
 // [C][F][8] at u + k * M * C + first * 8 * C.
 struct NchwcWinogradWeights {
-  int64_t m = 0, c = 0;
+  int64_t m = 0;  // output channels
   std::vector<int64_t> groups;  // first output block of each filter group, then M / 8
   AlignedFloats u;
 };
