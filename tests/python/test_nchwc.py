@@ -352,3 +352,24 @@ def test_blocked_max_pool_keeps_nan():
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     assert np.isnan(got).any()
     np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(want), rtol=1e-4, atol=1e-4)
+
+
+def test_first_conv_and_pools_with_a_symbolic_batch():
+    """The entry conv and the blocked pools in the plans made per input shape of a model whose
+    batch is symbolic."""
+    c = Chain(3, (19, 17), "N")
+    c.conv(16, kernel=7, stride=2, pad=3, activation="Relu")
+    pool(c, "MaxPool", 3, stride=2, pad=1)
+    c.conv(16, kernel=3, pad=1, activation="Relu")
+    pool(c, "AveragePool", 2, stride=2, ceil_mode=1)
+    c.conv(24)
+    data = c.model().SerializeToString()
+    model = lumen.load_onnx(data).compile(backend="cpu", num_threads=2)
+    reference = lumen.load_onnx(data).compile(backend="reference", opt_level=0)
+    for batch in (3, 1):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 19, 17)).astype(np.float32)
+        want = reference.run({"x": x})[0]
+        np.testing.assert_allclose(model.run({"x": x})[0], want, rtol=1e-4,
+                                   atol=1e-4 * float(np.abs(want).max()))
+        plan = [s.op for s in model.executable.execute_profiled(x)[1].plan_steps]
+        assert "to_nchwc" not in plan and plan.count("nchwc_max_pool2d") == 1, plan
