@@ -88,17 +88,9 @@ bool target_independent_of_input(const Node *reshape) {
   if (reshape->attrs().get_int("allowzero", 0) != 0) return true;
   std::vector<int64_t> target;
   if (reshape->inputs().size() > 1 && reshape->input(1)) {
-    const Value *shape = reshape->input(1);
-    if (!shape->is_constant()) return false;
-    const Tensor &t = shape->constant();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (t.dtype() == DType::Int64)
-        target.push_back(t.data<int64_t>()[i]);
-      else if (t.dtype() == DType::Int32)
-        target.push_back(t.data<int32_t>()[i]);
-      else
-        return false;
-    }
+    const auto given = constant_ints(reshape->input(1));
+    if (!given) return false;
+    target = *given;
   } else {
     target = reshape->attrs().get_ints("shape", {});
   }

@@ -116,6 +116,21 @@ bool scalar_near(const Value *v, double expected, double relative_tolerance) {
   return c && std::abs(*c - expected) <= relative_tolerance * std::abs(expected);
 }
 
+std::optional<std::vector<int64_t>> constant_ints(const Value *v) {
+  if (!v || !v->is_constant()) return std::nullopt;
+  const Tensor &t = v->constant();
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DType::Int64)
+      out.push_back(t.data<int64_t>()[i]);
+    else if (t.dtype() == DType::Int32)
+      out.push_back(t.data<int32_t>()[i]);
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
 bool constant_all_equal(const Value *v, double expected) {
   if (!v || !v->is_constant()) return false;
   const Tensor &t = v->constant();

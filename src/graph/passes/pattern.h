@@ -92,6 +92,10 @@ std::optional<double> scalar_constant(const Value *v);
 // constants such as 1/sqrt(2) differently).
 bool scalar_near(const Value *v, double expected, double relative_tolerance = 1e-4);
 
+// The values of an int64 or int32 constant (reshape targets, axes, slice bounds), or nullopt for
+// anything else.
+std::optional<std::vector<int64_t>> constant_ints(const Value *v);
+
 // Whether every element of constant `v` equals `expected` (any element count).
 bool constant_all_equal(const Value *v, double expected);
 

@@ -31,17 +31,9 @@ std::optional<size_t> suffix_reduction_axis(const Node *reduce) {
   if (!x || reduce->attrs().get_int("keepdims", 1) != 1) return std::nullopt;
   std::vector<int64_t> axes;
   if (reduce->inputs().size() > 1 && reduce->input(1)) {
-    const Value *given = reduce->input(1);
-    if (!given->is_constant()) return std::nullopt;
-    const Tensor &t = given->constant();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (t.dtype() == DType::Int64)
-        axes.push_back(t.data<int64_t>()[i]);
-      else if (t.dtype() == DType::Int32)
-        axes.push_back(t.data<int32_t>()[i]);
-      else
-        return std::nullopt;
-    }
+    const auto given = constant_ints(reduce->input(1));
+    if (!given) return std::nullopt;
+    axes = *given;
   } else {
     axes = reduce->attrs().get_ints("axes", {});
   }

@@ -16,22 +16,6 @@
 namespace lumen {
 namespace {
 
-// The values of a constant integer vector, or nullopt.
-std::optional<std::vector<int64_t>> constant_ints(const Value *v) {
-  if (!v || !v->is_constant()) return std::nullopt;
-  const Tensor &t = v->constant();
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DType::Int64)
-      out.push_back(t.data<int64_t>()[i]);
-    else if (t.dtype() == DType::Int32)
-      out.push_back(t.data<int32_t>()[i]);
-    else
-      return std::nullopt;
-  }
-  return out;
-}
-
 // `s` is slice(x, [begin], [end], [last axis], [1]?) of x's last dim, of size d, covering exactly
 // [begin, begin + d / 2): returns x.
 Value *half_slice(const Value *s, int64_t begin, int64_t d) {
