@@ -18,13 +18,6 @@ constexpr int64_t kInBlocksPerPass = 16;
 // the products.
 constexpr int64_t kItemBytes = int64_t(1) << 19;
 
-// Where the 16 planes of an item's transformed input ([cb][tiles][8] each) or products
-// ([blocks][tiles][8]) start: spaced so that their starts do not share a 4 KiB offset, since the
-// transforms touch all 16 at once (winograd_conv.cc measured 5x slower transforms without).
-int64_t spaced(int64_t floats) {
-  return (floats + 1023) / 1024 * 1024 + 64;
-}
-
 // V = B^T d B of tiles [t0, t0 + tiles) (row-major over the map's tile grid, `cols` per row) of
 // every input block: d is the 4x4 input patch at rows 2 ty - pt.., columns 2 tx - pl.., zero
 // outside the image; v[k * v_stride + (cb * tiles + t) * 8 + l]. B^T = [[1,0,-1,0],[0,1,1,0],
@@ -166,8 +159,9 @@ void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
       const int64_t g0 = fgroups * slice / slices, g1 = fgroups * (slice + 1) / slices;
       const int64_t b0 = weights.groups[g0], b1 = weights.groups[g1];
       if (b0 >= b1) continue;
-      const int64_t v_stride = spaced(c.cb * tiles * kLanes);
-      const int64_t p_stride = spaced((b1 - b0) * tiles * kLanes);
+      // The 16 planes of transformed input ([cb][tiles][8] each) and of products.
+      const int64_t v_stride = winograd_plane_stride(c.cb * tiles * kLanes);
+      const int64_t p_stride = winograd_plane_stride((b1 - b0) * tiles * kLanes);
       v.resize(static_cast<size_t>(kPositions * v_stride));
       prod.resize(static_cast<size_t>(kPositions * p_stride));
       input_transform(c, c.x + n * c.cb * c.h * c.w * kLanes, cols, t0, tiles, v.data(), v_stride);

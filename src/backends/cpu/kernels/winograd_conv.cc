@@ -142,14 +142,13 @@ std::shared_ptr<WinogradWeights> winograd_weights(const float *w, int64_t m, int
 namespace {
 
 // Where the 16 matrices of a band's V ([C, tiles] each) and P ([M, tiles]) start: one after
-// another, but spaced so that their starts do not fall on the same 4 KiB offset. The transforms
-// read or write all 16 at once; at 64 or 128 channels on 56x56 maps the plain sizes are multiples
-// of 4 KiB, and the 16 streams then fight over one set of L1 lines (the transform ran 5x slower).
+// another, spaced by winograd_plane_stride.
 struct BandLayout {
   int64_t tiles, v_stride, p_stride;
   BandLayout(int64_t tiles, int64_t c, int64_t m)
-      : tiles(tiles), v_stride(spaced(c * tiles)), p_stride(spaced(m * tiles)) {}
-  static int64_t spaced(int64_t floats) { return (floats + 1023) / 1024 * 1024 + 64; }
+      : tiles(tiles),
+        v_stride(winograd_plane_stride(c * tiles)),
+        p_stride(winograd_plane_stride(m * tiles)) {}
 };
 
 // Floats of scratch transform_band needs: 4 padded rows and their even/odd split; also room for
