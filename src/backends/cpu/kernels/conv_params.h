@@ -29,6 +29,21 @@ inline void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t ou
   hi = std::clamp(hi, lo, out);
 }
 
+// Pooling along one dim: the window taps [lo, hi) of output `o` that read inside an input of
+// `size` (padded by pad_begin and pad_end), and the count ONNX average pooling divides by: those
+// taps, or with count_include_pad the taps inside the padded input.
+struct PoolTaps {
+  int64_t lo, hi, count;
+};
+inline PoolTaps pool_taps(int64_t o, int64_t size, int64_t kernel, int64_t stride,
+                          int64_t pad_begin, int64_t pad_end, int64_t dilation, bool include_pad) {
+  const int64_t offset = o * stride - pad_begin;
+  PoolTaps t{};
+  valid_range(offset, dilation, size, kernel, t.lo, t.hi);
+  t.count = include_pad ? std::clamp<int64_t>(size + pad_end - offset, 0, kernel) : t.hi - t.lo;
+  return t;
+}
+
 // Row k of a conv's im2col matrix is (input channel c, kernel row a, kernel column b); walks k
 // upward from any start without a division per row.
 struct KernelTap {

@@ -76,16 +76,12 @@ void nchwc_pool2d(KernelContext &ctx) {
   std::vector<int64_t> row_lo(oh), row_hi(oh), col_lo(ow), col_hi(ow);
   std::vector<float> row_div(oh), col_div(ow);
   for (int64_t i = 0; i < oh; ++i) {
-    const int64_t offset = i * p.sh - p.pt;
-    valid_range(offset, p.dh, h, kh, row_lo[i], row_hi[i]);
-    row_div[i] = float(include_pad ? std::clamp<int64_t>(h + pads.at(2) - offset, 0, kh)
-                                   : row_hi[i] - row_lo[i]);
+    const PoolTaps t = pool_taps(i, h, kh, p.sh, p.pt, pads.at(2), p.dh, include_pad);
+    row_lo[i] = t.lo, row_hi[i] = t.hi, row_div[i] = float(t.count);
   }
   for (int64_t j = 0; j < ow; ++j) {
-    const int64_t offset = j * p.sw - p.pl;
-    valid_range(offset, p.dw, w, kw, col_lo[j], col_hi[j]);
-    col_div[j] = float(include_pad ? std::clamp<int64_t>(w + pads.at(3) - offset, 0, kw)
-                                   : col_hi[j] - col_lo[j]);
+    const PoolTaps t = pool_taps(j, w, kw, p.sw, p.pl, pads.at(3), p.dw, include_pad);
+    col_lo[j] = t.lo, col_hi[j] = t.hi, col_div[j] = float(t.count);
   }
   p.row_lo = row_lo.data(), p.row_hi = row_hi.data(), p.row_div = row_div.data();
   p.col_lo = col_lo.data(), p.col_hi = col_hi.data(), p.col_div = col_div.data();

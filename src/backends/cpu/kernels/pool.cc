@@ -374,18 +374,12 @@ void pool2d(KernelContext &ctx) {
       p.row_div.resize(oh);
       p.col_div.assign(ow_lanes, 1.f);
       for (int64_t i = 0; i < oh; ++i) {
-        const int64_t offset = i * sh - pads[0];
-        valid_range(offset, dh, h, kh, p.row_lo[i], p.row_hi[i]);
-        p.row_div[i] = float(count_include_pad ? std::clamp<int64_t>(h + pads[2] - offset, 0, kh)
-                                               : p.row_hi[i] - p.row_lo[i]);
+        const PoolTaps t = pool_taps(i, h, kh, sh, pads[0], pads[2], dh, count_include_pad);
+        p.row_lo[i] = t.lo, p.row_hi[i] = t.hi, p.row_div[i] = float(t.count);
       }
-      for (int64_t j = 0; j < ow; ++j) {
-        const int64_t offset = j * sw - pads[1];
-        int64_t lo, hi;
-        valid_range(offset, dw, w, kw, lo, hi);
+      for (int64_t j = 0; j < ow; ++j)
         p.col_div[j] =
-            float(count_include_pad ? std::clamp<int64_t>(w + pads[3] - offset, 0, kw) : hi - lo);
-      }
+            float(pool_taps(j, w, kw, sw, pads[1], pads[3], dw, count_include_pad).count);
       ctx.pool.parallel_for(
           planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
             thread_local std::vector<float> scratch;
@@ -406,13 +400,10 @@ void pool2d(KernelContext &ctx) {
   }
 #endif
 
-  // Per output column: valid taps and (for count_include_pad) taps inside the padded width.
-  std::vector<int64_t> col_lo(ow), col_hi(ow), col_padded(ow);
-  for (int64_t j = 0; j < ow; ++j) {
-    const int64_t offset = j * sw - pads[1];
-    valid_range(offset, dw, w, kw, col_lo[j], col_hi[j]);
-    col_padded[j] = std::clamp<int64_t>(w + pads[3] - offset, 0, kw);
-  }
+  // Per output column: the taps an average counts.
+  std::vector<int64_t> col_count(ow);
+  for (int64_t j = 0; j < ow; ++j)
+    col_count[j] = pool_taps(j, w, kw, sw, pads[1], pads[3], dw, count_include_pad).count;
   // Per kernel column b: the output columns [lo, hi) whose tap b lands inside the input.
   std::vector<int64_t> tap_lo(kw), tap_hi(kw);
   for (int64_t b = 0; b < kw; ++b) {
@@ -429,8 +420,8 @@ void pool2d(KernelContext &ctx) {
   // `rows` is scratch for one input row's width.
   auto pool_row = [&](const T *xq, int64_t i, T *out, T *rows) LUMEN_VEC_INLINE {
     const int64_t row_offset = i * sh - pads[0];
-    int64_t a_lo, a_hi;
-    valid_range(row_offset, dh, h, kh, a_lo, a_hi);
+    const PoolTaps a_taps = pool_taps(i, h, kh, sh, pads[0], pads[2], dh, count_include_pad);
+    const int64_t a_lo = a_taps.lo, a_hi = a_taps.hi;
     const T init = kIsMax ? -std::numeric_limits<T>::infinity() : T(0);
     // Combine the window's rows first (contiguous, full vectors), then the columns: kw strided
     // passes over the output row instead of kh * kw.
@@ -446,14 +437,9 @@ void pool2d(KernelContext &ctx) {
       T *dst = out + lo;
       for (int64_t j = 0; j < hi - lo; ++j) dst[j] = combine(dst[j], src[j * sw]);
     }
-    if constexpr (!kIsMax) {
-      const int64_t rows_padded = std::clamp<int64_t>(h + pads[2] - row_offset, 0, kh);
-      for (int64_t j = 0; j < ow; ++j) {
-        const int64_t count = count_include_pad ? rows_padded * col_padded[j]
-                                                : (a_hi - a_lo) * (col_hi[j] - col_lo[j]);
-        out[j] = out[j] / static_cast<T>(count);
-      }
-    }
+    if constexpr (!kIsMax)
+      for (int64_t j = 0; j < ow; ++j)
+        out[j] = out[j] / static_cast<T>(a_taps.count * col_count[j]);
   };
   ctx.pool.parallel_for(planes, plane_grain(out_plane * kh * kw), [&](int64_t begin, int64_t end) {
     std::vector<T> rows(static_cast<size_t>(w));
