@@ -23,8 +23,9 @@ void rotate_half_mix(KernelContext &ctx) {
                           vec::run_best([&]() LUMEN_VEC_INLINE {
                             for (int64_t r = begin; r < end; ++r) {
                               const float *__restrict xr = xs + r * d;
-                              const float *__restrict c = cs + row_of(r) * d;
-                              const float *__restrict s = ss + row_of(r) * d;
+                              const int64_t cache_row = row_of(r) * d;
+                              const float *__restrict c = cs + cache_row;
+                              const float *__restrict s = ss + cache_row;
                               float *__restrict y = ys + r * d;
                               for (int64_t j = 0; j < half; ++j)
                                 y[j] = xr[j] * c[j] - xr[j + half] * s[j];

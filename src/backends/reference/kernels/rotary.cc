@@ -108,7 +108,8 @@ void rotate_half_mix(KernelContext &ctx) {
   std::vector<double> yv(xv.size());
   for (int64_t r = 0; r < rows; ++r) {
     const double *xr = xv.data() + r * d;
-    const double *c = cv.data() + row_of(r) * d, *s = sv.data() + row_of(r) * d;
+    const int64_t cache_row = row_of(r) * d;
+    const double *c = cv.data() + cache_row, *s = sv.data() + cache_row;
     double *y = yv.data() + r * d;
     for (int64_t j = 0; j < d; ++j)
       y[j] = xr[j] * c[j] + (j < half ? -xr[j + half] : xr[j - half]) * s[j];
