@@ -94,24 +94,28 @@ bool mostly_padding(const Node *n) {
          0.5;
 }
 
+// A float32 2-D conv with constant weights: what the blocked kernels can take.
+bool conv_with_constant_weights(const Node *n) {
+  if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
+  const Value *w = n->input(1);
+  return float_image(n->input(0)) && w->is_constant() && w->shape().rank() == 4;
+}
+
 // A dense conv whose input channels are not whole blocks (a network's first conv, on 3 channels)
 // but whose outputs are: it reads its input plain and writes the chain's blocked layout.
 bool entry_conv(const Node *n) {
-  if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
-  const Value *x = n->input(0), *w = n->input(1);
-  if (!float_image(x) || !w->is_constant() || w->shape().rank() != 4) return false;
-  const int64_t c = x->shape()[1];
+  if (!conv_with_constant_weights(n)) return false;
+  const Value *w = n->input(1);
+  const int64_t c = n->input(0)->shape()[1];
   return c > 0 && !blockable_channels(c) && blockable_channels(w->shape()[0]) &&
          w->shape()[1] == c && n->attrs().get_int("group", 1) == 1 && !mostly_padding(n);
 }
 
 bool covered_conv(const Node *n) {
-  if (n->op() != "conv2d" && n->op() != "fused_conv") return false;
-  const Value *x = n->input(0), *w = n->input(1);
-  if (!float_image(x) || !w->is_constant() || w->shape().rank() != 4) return false;
+  if (!conv_with_constant_weights(n)) return false;
   if (entry_conv(n)) return true;
-  const Shape &ws = w->shape();
-  const int64_t c = x->shape()[1], m = ws[0], group = n->attrs().get_int("group", 1);
+  const Shape &ws = n->input(1)->shape();
+  const int64_t c = n->input(0)->shape()[1], m = ws[0], group = n->attrs().get_int("group", 1);
   if (!blockable_channels(c) || !blockable_channels(m)) return false;
   const bool pointwise = group == 1 && ws[1] == c && ws[2] == 1 && ws[3] == 1 &&
                          all_zero(n->attrs().get_ints("pads", {0, 0, 0, 0}));
