@@ -146,8 +146,10 @@ def test_blocked_graph_runs_on_the_reference_backend():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
-def test_portable_kernels_without_avx2():
-    """The plain C++ loops (CPUs without AVX2), through LUMEN_CPU_ISA in a fresh process."""
+@pytest.mark.parametrize("isa", ["baseline", "avx2"])
+def test_narrower_kernels(isa):
+    """The plain C++ loops (CPUs without AVX2) and, on an AVX-512 machine, the AVX2 kernels,
+    through LUMEN_CPU_ISA in a fresh process."""
     import os
     import subprocess
     import sys
@@ -167,7 +169,7 @@ def test_portable_kernels_without_avx2():
         t.test_first_conv_and_pools_run_blocked(12)
         t.test_blocked_max_pool_keeps_nan()
     """).format(here=os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, LUMEN_CPU_ISA="baseline")
+    env = dict(os.environ, LUMEN_CPU_ISA=isa)
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
 
 

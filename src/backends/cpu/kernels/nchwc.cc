@@ -55,14 +55,23 @@ bool avx2() {
   return yes;
 }
 using ukernels::f32_from_nchw8c__avx2;
+bool avx512() {
+  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx512;
+  return yes;
+}
 using ukernels::f32_nchwc_conv_tile__avx2;
+using ukernels::f32_nchwc_conv_tile__avx512;
 using ukernels::f32_nchwc_depthwise__avx2;
 using ukernels::f32_to_nchw8c__avx2;
 #else
 bool avx2() {
   return false;
 }
+bool avx512() {
+  return false;
+}
 void f32_nchwc_conv_tile__avx2(const ukernels::NchwcConvTile &, int64_t) {}
+void f32_nchwc_conv_tile__avx512(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
                                int64_t, int64_t, float *) {}
 void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
@@ -138,11 +147,28 @@ Geometry geometry_of(const KernelContext &ctx) {
   return g;
 }
 
-// Pointwise: first output block of each group, then mb. Groups of up to kNchwcMaxFilters blocks,
-// as even as their count allows (13 blocks: 3 + 3 + 3 + 2 + 2, not a lone block at the end, whose
-// tile uses each input broadcast once).
+void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels);
+
+// The conv-tile micro-kernel of this CPU, the most output blocks one call takes, and a pixel
+// count that is whole tiles for every block count (AVX2: 12 / F pixels; AVX-512: 8, 12 or 24).
+struct TileKernel {
+  void (*run)(const ukernels::NchwcConvTile &, int64_t pixels);
+  int64_t max_filters;
+  int64_t whole_tiles;
+};
+const TileKernel &tile_kernel() {
+  static const TileKernel kernel =
+      avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, ukernels::kNchwcMaxFilters512, 24}
+      : avx2() ? TileKernel{f32_nchwc_conv_tile__avx2, ukernels::kNchwcMaxFilters, 12}
+               : TileKernel{conv_tile_portable, ukernels::kNchwcMaxFilters, 12};
+  return kernel;
+}
+
+// Pointwise: first output block of each group, then mb. Groups of up to the tile's most blocks,
+// as even as their count allows (13 blocks at three: 3 + 3 + 3 + 2 + 2, not a lone block at the
+// end, whose tile uses each input broadcast once).
 std::vector<int64_t> filter_groups(int64_t mb) {
-  const int64_t count = ceil_div(mb, ukernels::kNchwcMaxFilters);
+  const int64_t count = ceil_div(mb, tile_kernel().max_filters);
   std::vector<int64_t> first;
   for (int64_t g = 0; g <= count; ++g) first.push_back(g * mb / count);
   return first;
@@ -280,10 +306,11 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   while ((g.n * runs * slices) % threads != 0 && runs < max_runs) ++runs;  // whole rounds
   // Runs of output pixels (flat) or of whole output rows; a multiple of 12 pixels: whole tiles of
   // every filter count (12 / F pixels).
-  const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), 12) * 12;
+  const int64_t whole = tile_kernel().whole_tiles;
+  const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), whole) * whole;
   const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
   runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
-  const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
+  const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t n = item / (runs * slices), run = item / slices % runs, slice = item % slices;
@@ -438,7 +465,7 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
   const int64_t bands = ceil_div(g.oh, band);
   const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
-  const auto kernel = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable;
+  const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t i0 = item % bands * band, i1 = std::min(g.oh, i0 + band);
@@ -484,24 +511,23 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
 
 void run_winograd(ThreadPool &pool, const Geometry &g, const cpu::NchwcWinogradWeights &weights,
                   const ConvRun &r) {
-  const cpu::NchwcWinogradConv conv{
-      .n = g.n,
-      .cb = g.cb,
-      .h = g.h,
-      .w = g.w,
-      .mb = g.mb,
-      .oh = g.oh,
-      .ow = g.ow,
-      .pt = g.pt,
-      .pl = g.pl,
-      .x = r.x,
-      .bias = r.bias,
-      .residual = r.residual,
-      .y = r.y,
-      .lo = r.lo,
-      .hi = r.hi,
-      .epilogue = r.clamp_only ? nullptr : &r.epilogue,
-      .tile = avx2() ? f32_nchwc_conv_tile__avx2 : conv_tile_portable};
+  const cpu::NchwcWinogradConv conv{.n = g.n,
+                                    .cb = g.cb,
+                                    .h = g.h,
+                                    .w = g.w,
+                                    .mb = g.mb,
+                                    .oh = g.oh,
+                                    .ow = g.ow,
+                                    .pt = g.pt,
+                                    .pl = g.pl,
+                                    .x = r.x,
+                                    .bias = r.bias,
+                                    .residual = r.residual,
+                                    .y = r.y,
+                                    .lo = r.lo,
+                                    .hi = r.hi,
+                                    .epilogue = r.clamp_only ? nullptr : &r.epilogue,
+                                    .tile = tile_kernel().run};
   cpu::nchwc_winograd_conv(pool, conv, weights);
 }
 

@@ -14,6 +14,8 @@ inline constexpr int kNchwcBlock = 8;
 // the weights held, so the compiler reloads each weight per pixel (MobileNetV2, 2 threads: 3%
 // slower with groups of four).
 inline constexpr int kNchwcMaxFilters = 3;
+// The AVX-512 tile: up to six output blocks, two per vector (f32_nchwc_conv_tile__avx512.cc).
+inline constexpr int kNchwcMaxFilters512 = 6;
 
 // Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `taps`
 // kernel taps and `in_blocks` input blocks: y[f][q][l] (+)= sum over tap t and input channel k of
@@ -34,7 +36,7 @@ struct NchwcConvTile {
   const int64_t *tap_offsets = nullptr;  // floats from a pixel's first tap to each; nullptr: {0}
   const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8][filters][8]
   int64_t w_tap_stride = 0;
-  int filters;             // 1..kNchwcMaxFilters
+  int filters;             // 1..kNchwcMaxFilters (kNchwcMaxFilters512 for the AVX-512 tile)
   const float *bias;       // [filters][8] or nullptr; added unless accumulating
   float *y;                // output block 0 at the segment's first pixel; pixels 8 apart
   int64_t y_block_stride;  // floats between output blocks
@@ -44,6 +46,7 @@ struct NchwcConvTile {
   float lo, hi;
 };
 void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels);
+void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels);
 
 // Output rows [row_begin, row_end) of a depthwise conv of one channel block: d.x is the block's
 // input [h][w][8], d.y its output [oh][ow][8] (32-byte aligned), wv the weights [kh * kw][8],

@@ -1,0 +1,138 @@
+// The NCHW8c conv tiles (f32_nchwc.h), AVX-512. The layout keeps blocks of 8 channels (so every
+// multiple of 8 stays blocked); one 16-lane vector holds two adjacent output blocks of one pixel,
+// whose weights lie side by side in the packing ([k][F][8]). A tile is P pixels by F output blocks
+// in 24 accumulators: F / 2 vectors of 16 lanes and, for an odd F, one of 8 (F = 6, 5 with P = 8;
+// 4, 3 with P = 12; 2, 1 with P = 24). Per input channel, one broadcast of the input serves the F
+// blocks of a pixel, as in the AVX2 tile, at twice the width.
+#include "backends/cpu/ukernels/f32_nchwc.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+// GCC 12's insert, extract, min and max intrinsics start from _mm512_undefined_ps(), which its
+// -W(maybe-)uninitialized reports wherever they inline; every lane is written.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace lumen::ukernels {
+namespace {
+
+constexpr int kLanes = kNchwcBlock;
+
+// Blocks b and b + 1 of a pixel: two 8-float halves `stride` floats apart.
+inline __m512 load_pair(const float *p, int64_t stride) {
+  const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_load_ps(p)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_load_ps(p + stride)), 1));
+}
+inline void store_pair(float *p, int64_t stride, __m512 v) {
+  _mm256_store_ps(p, _mm512_castps512_ps256(v));
+  _mm256_store_ps(p + stride, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+template <int F, int P, bool Plain>
+inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *residual) {
+  constexpr int Z = F / 2;       // 16-lane accumulators per pixel
+  constexpr bool H = F % 2;      // and one of 8 lanes, for the last block of an odd F
+  constexpr int ZA = Z ? Z : 1;  // array extents must be positive
+  const int64_t ys = p.y_block_stride;
+  __m512 acc[P][ZA];
+  __m256 half[P];
+  for (int z = 0; z < Z; ++z) {
+    const __m512 init =
+        !p.accumulate && p.bias ? _mm512_loadu_ps(p.bias + z * 2 * kLanes) : _mm512_setzero_ps();
+    for (int r = 0; r < P; ++r)
+      acc[r][z] = p.accumulate ? load_pair(y + 2 * z * ys + r * kLanes, ys) : init;
+  }
+  if constexpr (H) {
+    const __m256 init =
+        !p.accumulate && p.bias ? _mm256_loadu_ps(p.bias + 2 * Z * kLanes) : _mm256_setzero_ps();
+    for (int r = 0; r < P; ++r)
+      half[r] = p.accumulate ? _mm256_load_ps(y + 2 * Z * ys + r * kLanes) : init;
+  }
+  for (int64_t t = 0; t < p.taps; ++t) {
+    const float *w = p.w + t * p.w_tap_stride;
+    const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
+    for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+      const float *xb = xt + cb * p.x_block_stride;
+      const int channels = Plain && cb + 1 == p.in_blocks ? p.last_channels : kLanes;
+      for (int c = 0; c < channels; ++c, w += F * kLanes) {
+        __m512 wv[ZA];
+        for (int z = 0; z < Z; ++z) wv[z] = _mm512_loadu_ps(w + z * 2 * kLanes);
+        __m256 wh = _mm256_setzero_ps();
+        if constexpr (H) wh = _mm256_loadu_ps(w + 2 * Z * kLanes);
+        const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
+        for (int r = 0; r < P; ++r) {
+          const __m512 xv = _mm512_set1_ps(xc[r * p.x_pixel_stride]);
+          for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
+          if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
+        }
+      }
+    }
+  }
+  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+  for (int z = 0; z < Z; ++z)
+    for (int r = 0; r < P; ++r) {
+      __m512 v = acc[r][z];
+      const int64_t at = 2 * z * ys + r * kLanes;
+      if (p.last) {
+        if (residual) v = _mm512_add_ps(v, load_pair(residual + at, ys));
+        v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));  // max(lo, NaN) is NaN
+      }
+      store_pair(y + at, ys, v);
+    }
+  if constexpr (H)
+    for (int r = 0; r < P; ++r) {
+      __m256 v = half[r];
+      const int64_t at = 2 * Z * ys + r * kLanes;
+      if (p.last) {
+        if (residual) v = _mm256_add_ps(v, _mm256_load_ps(residual + at));
+        v = _mm256_min_ps(_mm512_castps512_ps256(hi), _mm256_max_ps(_mm512_castps512_ps256(lo), v));
+      }
+      _mm256_store_ps(y + at, v);
+    }
+}
+
+// Whole tiles of P pixels, then the rest with tiles of P / 2, P / 4, ... 1.
+template <int F, int P, bool Plain>
+void run_pixels(const NchwcConvTile &p, const float *x, float *y, const float *residual,
+                int64_t pixels) {
+  int64_t q = 0;
+  for (; q + P <= pixels; q += P)
+    tile<F, P, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+                      residual ? residual + q * kLanes : nullptr);
+  if constexpr (P > 1) {
+    if (q < pixels)
+      run_pixels<F, P / 2, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+                                  residual ? residual + q * kLanes : nullptr, pixels - q);
+  }
+}
+
+template <bool Plain>
+void run_filters(const NchwcConvTile &p, int64_t pixels) {
+  const float *residual = p.last ? p.residual : nullptr;
+  switch (p.filters) {
+    case 6:
+      return run_pixels<6, 8, Plain>(p, p.x, p.y, residual, pixels);
+    case 5:
+      return run_pixels<5, 8, Plain>(p, p.x, p.y, residual, pixels);
+    case 4:
+      return run_pixels<4, 12, Plain>(p, p.x, p.y, residual, pixels);
+    case 3:
+      return run_pixels<3, 12, Plain>(p, p.x, p.y, residual, pixels);
+    case 2:
+      return run_pixels<2, 24, Plain>(p, p.x, p.y, residual, pixels);
+    default:
+      return run_pixels<1, 24, Plain>(p, p.x, p.y, residual, pixels);
+  }
+}
+
+}  // namespace
+
+void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels) {
+  if (p.x_channel_stride != 1 || p.last_channels != kLanes) return run_filters<true>(p, pixels);
+  run_filters<false>(p, pixels);
+}
+
+}  // namespace lumen::ukernels
+
+#endif  // __AVX512F__
