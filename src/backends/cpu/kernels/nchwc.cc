@@ -229,7 +229,8 @@ void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels) {
       for (int l = 0; l < kBlock; ++l)
         acc[l] = p.accumulate ? y[l] : p.bias ? p.bias[f * kBlock + l] : 0.0f;
       for (int64_t t = 0; t < p.taps; ++t) {
-        const float *x = p.x + (p.tap_offsets ? p.tap_offsets[t] : 0) + q * p.x_pixel_stride;
+        const float *x = p.x + (p.tap_offsets ? p.tap_offsets[t] : 0) +
+                         (p.pixel_offsets ? p.pixel_offsets[q] : q * p.x_pixel_stride);
         const int64_t channels = (p.in_blocks - 1) * kBlock + p.last_channels;
         for (int64_t k = 0; k < channels; ++k) {
           const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock * p.x_channel_stride];
@@ -274,6 +275,17 @@ void depthwise_portable(const ukernels::DepthwiseChannels &d, const float *wv,
     }
 }
 
+// Where the output pixels of `rows` rows of `cols` read their input, from the first's: rows
+// `row_stride` pixels apart, columns `col_stride` apart, pixels of `lanes` floats.
+std::vector<int64_t> pixel_offsets(int64_t rows, int64_t cols, int64_t row_stride,
+                                   int64_t col_stride, int64_t lanes) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) offsets.push_back((i * row_stride + j * col_stride) * lanes);
+  return offsets;
+}
+
 // Work items: (image, run of output pixels, slice of the filter groups). A run's input is read
 // once per pass for all the filter groups of its slice, while it is in L2, and a slice's weights
 // for one pass stay within ~64 KiB (kBlocksPerSlice output blocks). Where that gives too few
@@ -310,6 +322,10 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), whole) * whole;
   const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
   runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
+  // A strided conv's run of whole rows is one call, its tiles spanning rows (a 7x7 output in
+  // tiles of 8 pixels, not rows of 7): each pixel's input, from the run's first.
+  const std::vector<int64_t> offsets =
+      flat ? std::vector<int64_t>{} : pixel_offsets(rows_per_item, g.ow, g.sh * g.w, g.sw, kBlock);
   const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
@@ -320,9 +336,11 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
                               : std::min(g.oh, (run + 1) * rows_per_item) * g.ow;
       ukernels::NchwcConvTile p{};
       p.x_block_stride = in_plane;
-      p.x_pixel_stride = g.sw * kBlock;
+      p.x_pixel_stride = kBlock;
+      p.pixel_offsets = flat ? nullptr : offsets.data();
       p.y_block_stride = out_plane;
       p.lo = r.lo, p.hi = r.hi;
+      const int64_t in_pixel = flat ? q0 : q0 / g.ow * g.sh * g.w;
       for (int64_t k0 = 0; k0 < g.cb; k0 += kInBlocksPerPass) {
         p.in_blocks = std::min(kInBlocksPerPass, g.cb - k0);
         p.accumulate = k0 > 0;
@@ -333,15 +351,10 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
           p.filters = static_cast<int>(filters);
           p.w = packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
           p.bias = bias ? bias + first * kBlock : nullptr;
-          // One call per segment of contiguous outputs: the whole run, or each output row.
-          for (int64_t q = q0; q < q1; q += flat ? q1 - q0 : g.ow) {
-            const int64_t pixels = flat ? q1 - q0 : g.ow;
-            const int64_t in_pixel = flat ? q : (q / g.ow) * g.sh * g.w;
-            p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
-            p.y = y + y_offset + (q - q0) * kBlock;
-            p.residual = residual ? residual + y_offset + (q - q0) * kBlock : nullptr;
-            kernel(p, pixels);
-          }
+          p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
+          p.y = y + y_offset;
+          p.residual = residual ? residual + y_offset : nullptr;
+          kernel(p, q1 - q0);
         }
       }
       if (!r.clamp_only)
@@ -464,6 +477,9 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
     for (int64_t b = 0; b < g.kw; ++b) tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes);
   const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
   const int64_t bands = ceil_div(g.oh, band);
+  // A band is one call per input pass, its tiles spanning output rows (whole tiles of 8 pixels
+  // on a 7x7 map, not a tile of 4, 2 and 1 per row).
+  const std::vector<int64_t> offsets = pixel_offsets(band, g.ow, g.sh * cols, g.sw, lanes);
   const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
   const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
@@ -476,7 +492,7 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       const int64_t out_block = n * g.mb + gg * g.mgb + first;
       ukernels::NchwcConvTile p{};
       p.x_block_stride = padded_plane * kBlock / lanes;
-      p.x_pixel_stride = g.sw * lanes;
+      p.pixel_offsets = offsets.data();
       p.x_channel_stride = g.plain_c ? padded_plane : 1;
       p.taps = taps;
       p.tap_offsets = tap_offsets.data();
@@ -493,13 +509,11 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
         p.last = k0 + kInBlocksPerPass >= g.cgb;
         p.last_channels = g.plain_c && p.last ? static_cast<int>(cg - (g.cgb - 1) * kBlock)
                                               : static_cast<int>(kBlock);
-        for (int64_t i = i0; i < i1; ++i) {
-          p.x = group_input + k0 * p.x_block_stride + i * g.sh * cols * lanes;
-          const int64_t at = out_block * out_plane + i * g.ow * kBlock;
-          p.y = y + at;
-          p.residual = residual ? residual + at : nullptr;
-          kernel(p, g.ow);
-        }
+        p.x = group_input + k0 * p.x_block_stride + i0 * g.sh * cols * lanes;
+        const int64_t at = out_block * out_plane + i0 * g.ow * kBlock;
+        p.y = y + at;
+        p.residual = residual ? residual + at : nullptr;
+        kernel(p, (i1 - i0) * g.ow);
       }
       if (!r.clamp_only)
         for (int64_t f = 0; f < filters; ++f)

@@ -27,6 +27,9 @@ struct NchwcConvTile {
   const float *x;          // input block 0 at the segment's first pixel (its first tap)
   int64_t x_block_stride;  // floats between input blocks
   int64_t x_pixel_stride;  // floats between the inputs of two consecutive outputs (8 * stride)
+  // Or, where the pixels span output rows (a small map's band in one call, whole tiles across its
+  // rows): floats from x to each pixel's first tap, `pixels` of them; nullptr: q * x_pixel_stride.
+  const int64_t *pixel_offsets = nullptr;
   int64_t in_blocks;
   // A plain NCHW input (a network's first conv, on 3 channels): its channels are planes
   // x_channel_stride floats apart, and the last block has only last_channels of them.

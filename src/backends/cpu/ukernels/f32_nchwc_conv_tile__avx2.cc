@@ -19,7 +19,10 @@ constexpr int kLanes = kNchwcBlock;
 // Plain: the input is plain NCHW planes (NchwcConvTile::x_channel_stride), the last block partly
 // filled; a separate instantiation, so the blocked loop keeps its constant strides.
 template <int F, int P, bool Plain>
-inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *residual) {
+inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
+                 const float *residual) {
+  int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
+  for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   __m256 acc[P][F];
   for (int f = 0; f < F; ++f) {
     const __m256 init = p.accumulate ? _mm256_setzero_ps()
@@ -39,7 +42,7 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
         for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
         const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
         for (int r = 0; r < P; ++r) {
-          const __m256 xv = _mm256_broadcast_ss(xc + r * p.x_pixel_stride);
+          const __m256 xv = _mm256_broadcast_ss(xc + at_pixel[r]);
           for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
         }
       }
@@ -62,16 +65,19 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
 template <int F, int P, bool Plain>
 void run_pixels(const NchwcConvTile &p, int64_t pixels) {
   const float *x = p.x;
+  const int64_t *offsets = p.pixel_offsets;
   float *y = p.y;
   const float *residual = p.last ? p.residual : nullptr;
+  const auto tile_x = [&](int64_t at) { return offsets ? x : x + at * p.x_pixel_stride; };
   int64_t q = 0;
   for (; q + P <= pixels; q += P)
-    tile<F, P, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+    tile<F, P, Plain>(p, tile_x(q), offsets ? offsets + q : nullptr, y + q * kLanes,
                       residual ? residual + q * kLanes : nullptr);
   if constexpr (P > 1) {
     if (q < pixels) {
       NchwcConvTile rest = p;
-      rest.x = x + q * p.x_pixel_stride, rest.y = y + q * kLanes;
+      rest.x = tile_x(q), rest.y = y + q * kLanes;
+      rest.pixel_offsets = offsets ? offsets + q : nullptr;
       rest.residual = residual ? residual + q * kLanes : nullptr;
       run_pixels<F, P - 1, Plain>(rest, pixels - q);
     }

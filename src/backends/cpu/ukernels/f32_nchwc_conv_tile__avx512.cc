@@ -30,7 +30,10 @@ inline void store_pair(float *p, int64_t stride, __m512 v) {
 }
 
 template <int F, int P, bool Plain>
-inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *residual) {
+inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
+                 const float *residual) {
+  int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
+  for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   constexpr int Z = F / 2;       // 16-lane accumulators per pixel
   constexpr bool H = F % 2;      // and one of 8 lanes, for the last block of an odd F
   constexpr int ZA = Z ? Z : 1;  // array extents must be positive
@@ -62,7 +65,7 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
         if constexpr (H) wh = _mm256_loadu_ps(w + 2 * Z * kLanes);
         const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
         for (int r = 0; r < P; ++r) {
-          const __m512 xv = _mm512_set1_ps(xc[r * p.x_pixel_stride]);
+          const __m512 xv = _mm512_set1_ps(xc[at_pixel[r]]);
           for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
           if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
         }
@@ -92,17 +95,20 @@ inline void tile(const NchwcConvTile &p, const float *x, float *y, const float *
     }
 }
 
-// Whole tiles of P pixels, then the rest with tiles of P / 2, P / 4, ... 1.
+// Whole tiles of P pixels, then the rest with tiles of P / 2, P / 4, ... 1. x and offsets: as
+// tile() takes them, for pixel 0.
 template <int F, int P, bool Plain>
-void run_pixels(const NchwcConvTile &p, const float *x, float *y, const float *residual,
-                int64_t pixels) {
+void run_pixels(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
+                const float *residual, int64_t pixels) {
   int64_t q = 0;
+  const auto tile_x = [&](int64_t at) { return offsets ? x : x + at * p.x_pixel_stride; };
+  const auto tile_offsets = [&](int64_t at) { return offsets ? offsets + at : nullptr; };
   for (; q + P <= pixels; q += P)
-    tile<F, P, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+    tile<F, P, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
                       residual ? residual + q * kLanes : nullptr);
   if constexpr (P > 1) {
     if (q < pixels)
-      run_pixels<F, P / 2, Plain>(p, x + q * p.x_pixel_stride, y + q * kLanes,
+      run_pixels<F, P / 2, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
                                   residual ? residual + q * kLanes : nullptr, pixels - q);
   }
 }
@@ -112,17 +118,17 @@ void run_filters(const NchwcConvTile &p, int64_t pixels) {
   const float *residual = p.last ? p.residual : nullptr;
   switch (p.filters) {
     case 6:
-      return run_pixels<6, 8, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<6, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 5:
-      return run_pixels<5, 8, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<5, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 4:
-      return run_pixels<4, 12, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<4, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 3:
-      return run_pixels<3, 12, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<3, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 2:
-      return run_pixels<2, 24, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<2, 24, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     default:
-      return run_pixels<1, 24, Plain>(p, p.x, p.y, residual, pixels);
+      return run_pixels<1, 24, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
   }
 }
 
