@@ -231,9 +231,9 @@ void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels) {
       for (int64_t t = 0; t < p.taps; ++t) {
         const float *x = p.x + (p.tap_offsets ? p.tap_offsets[t] : 0) +
                          (p.pixel_offsets ? p.pixel_offsets[q] : q * p.x_pixel_stride);
-        const int64_t channels = (p.in_blocks - 1) * kBlock + p.last_channels;
+        const int64_t channels = p.in_blocks ? p.in_blocks * kBlock : 1;
         for (int64_t k = 0; k < channels; ++k) {
-          const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock * p.x_channel_stride];
+          const float xv = x[(k / kBlock) * p.x_block_stride + k % kBlock];
           const float *wk = p.w + t * p.w_tap_stride + (k * p.filters + f) * kBlock;
           for (int l = 0; l < kBlock; ++l) acc[l] += xv * wk[l];
         }
@@ -472,9 +472,14 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
                         std::fill(d + c1 * lanes, d + cols * lanes, 0.0f);
                       }
                     });
-  std::vector<int64_t> tap_offsets;  // from the first tap, in the padded copy
+  // From the first tap, in the padded copy; a plain input's "taps" are (tap, channel) pairs, all
+  // its channels in one pass.
+  std::vector<int64_t> tap_offsets;
   for (int64_t a = 0; a < g.kh; ++a)
-    for (int64_t b = 0; b < g.kw; ++b) tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes);
+    for (int64_t b = 0; b < g.kw; ++b)
+      for (int64_t k = 0; k < (g.plain_c ? cg : 1); ++k)
+        tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes + k * padded_plane);
+  const int64_t passes = g.plain_c ? 1 : ceil_div(g.cgb, kInBlocksPerPass);
   const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
   const int64_t bands = ceil_div(g.oh, band);
   // A band is one call per input pass, its tiles spanning output rows (whole tiles of 8 pixels
@@ -493,22 +498,20 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       ukernels::NchwcConvTile p{};
       p.x_block_stride = padded_plane * kBlock / lanes;
       p.pixel_offsets = offsets.data();
-      p.x_channel_stride = g.plain_c ? padded_plane : 1;
-      p.taps = taps;
+      p.taps = static_cast<int64_t>(tap_offsets.size());
       p.tap_offsets = tap_offsets.data();
-      p.w_tap_stride = cg * filters * kBlock;
+      p.w_tap_stride = (g.plain_c ? 1 : cg) * filters * kBlock;
       p.filters = static_cast<int>(filters);
       p.bias = bias ? bias + out_block % g.mb * kBlock : nullptr;
       p.y_block_stride = out_plane;
       p.lo = r.lo, p.hi = r.hi;
       const float *w = packed.data.data() + (gg * g.mgb + first) * kBlock * cg * taps;
-      for (int64_t k0 = 0; k0 < g.cgb; k0 += kInBlocksPerPass) {
-        p.in_blocks = std::min(kInBlocksPerPass, g.cgb - k0);
+      for (int64_t pass = 0; pass < passes; ++pass) {
+        const int64_t k0 = pass * kInBlocksPerPass;
+        p.in_blocks = g.plain_c ? 0 : std::min(kInBlocksPerPass, g.cgb - k0);
         p.w = w + k0 * kBlock * filters * kBlock;
-        p.accumulate = k0 > 0;
-        p.last = k0 + kInBlocksPerPass >= g.cgb;
-        p.last_channels = g.plain_c && p.last ? static_cast<int>(cg - (g.cgb - 1) * kBlock)
-                                              : static_cast<int>(kBlock);
+        p.accumulate = pass > 0;
+        p.last = pass + 1 == passes;
         p.x = group_input + k0 * p.x_block_stride + i0 * g.sh * cols * lanes;
         const int64_t at = out_block * out_plane + i0 * g.ow * kBlock;
         p.y = y + at;

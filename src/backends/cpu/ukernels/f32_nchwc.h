@@ -20,9 +20,7 @@ inline constexpr int kNchwcMaxFilters512 = 6;
 // Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `taps`
 // kernel taps and `in_blocks` input blocks: y[f][q][l] (+)= sum over tap t and input channel k of
 // w[t][k][f][l] * x[k / 8][q + tap t][k % 8]. A pointwise conv has one tap at offset 0; a
-// grouped or dense conv reads a zero-padded copy of its input, so no tap falls outside it. The
-// weights have w_tap_stride / (F * 8) input channels per tap (a plain input's count need not be a
-// multiple of 8).
+// grouped or dense conv reads a zero-padded copy of its input, so no tap falls outside it.
 struct NchwcConvTile {
   const float *x;          // input block 0 at the segment's first pixel (its first tap)
   int64_t x_block_stride;  // floats between input blocks
@@ -30,14 +28,12 @@ struct NchwcConvTile {
   // Or, where the pixels span output rows (a small map's band in one call, whole tiles across its
   // rows): floats from x to each pixel's first tap, `pixels` of them; nullptr: q * x_pixel_stride.
   const int64_t *pixel_offsets = nullptr;
+  // 0: a plain NCHW input (a network's first conv, on 3 channels), where each "tap" is one
+  // (kernel tap, input channel) pair: one float per pixel at its offset, weights [filters][8].
   int64_t in_blocks;
-  // A plain NCHW input (a network's first conv, on 3 channels): its channels are planes
-  // x_channel_stride floats apart, and the last block has only last_channels of them.
-  int64_t x_channel_stride = 1;
-  int last_channels = kNchwcBlock;
   int64_t taps = 1;
   const int64_t *tap_offsets = nullptr;  // floats from a pixel's first tap to each; nullptr: {0}
-  const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8][filters][8]
+  const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8 (or 1)][filters][8]
   int64_t w_tap_stride = 0;
   int filters;             // 1..kNchwcMaxFilters (kNchwcMaxFilters512 for the AVX-512 tile)
   const float *bias;       // [filters][8] or nullptr; added unless accumulating

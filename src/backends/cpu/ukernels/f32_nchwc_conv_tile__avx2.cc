@@ -3,6 +3,7 @@
 // weight vectors and P broadcasts of the input serve P * F multiply-adds. The input is read where
 // it lies (the blocked layout needs no packing): a pixel's 8 channels are 32 contiguous bytes.
 #include "backends/cpu/ukernels/f32_nchwc.h"
+#include "core/cpu_isa.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -16,8 +17,8 @@ namespace {
 
 constexpr int kLanes = kNchwcBlock;
 
-// Plain: the input is plain NCHW planes (NchwcConvTile::x_channel_stride), the last block partly
-// filled; a separate instantiation, so the blocked loop keeps its constant strides.
+// Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks); a separate
+// instantiation, so the blocked loop keeps its constant strides.
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
                  const float *residual) {
@@ -31,21 +32,24 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     for (int r = 0; r < P; ++r)
       acc[r][f] = p.accumulate ? _mm256_load_ps(y + f * p.y_block_stride + r * kLanes) : init;
   }
+  // One input channel: its weights for the F blocks, times each pixel's value.
+  const auto channel = [&](const float *xc, const float *w) LUMEN_VEC_INLINE {
+    __m256 wv[F];
+    for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
+    for (int r = 0; r < P; ++r) {
+      const __m256 xv = _mm256_broadcast_ss(xc + at_pixel[r]);
+      for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
+    }
+  };
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
-    for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
-      const float *xb = xt + cb * p.x_block_stride;
-      const int channels = Plain && cb + 1 == p.in_blocks ? p.last_channels : kLanes;
-      for (int c = 0; c < channels; ++c, w += F * kLanes) {
-        __m256 wv[F];
-        for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
-        const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
-        for (int r = 0; r < P; ++r) {
-          const __m256 xv = _mm256_broadcast_ss(xc + at_pixel[r]);
-          for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
-        }
-      }
+    if constexpr (Plain) {
+      channel(xt, w);
+    } else {
+      for (int64_t cb = 0; cb < p.in_blocks; ++cb)
+        for (int c = 0; c < kLanes; ++c, w += F * kLanes)
+          channel(xt + cb * p.x_block_stride + c, w);
     }
   }
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
@@ -99,7 +103,7 @@ void run_filters(const NchwcConvTile &p, int64_t pixels) {
 }  // namespace
 
 void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels) {
-  if (p.x_channel_stride != 1 || p.last_channels != kLanes) return run_filters<true>(p, pixels);
+  if (p.in_blocks == 0) return run_filters<true>(p, pixels);
   run_filters<false>(p, pixels);
 }
 

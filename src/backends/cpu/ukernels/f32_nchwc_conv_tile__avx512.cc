@@ -5,6 +5,7 @@
 // 4, 3 with P = 12; 2, 1 with P = 24). Per input channel, one broadcast of the input serves the F
 // blocks of a pixel, as in the AVX2 tile, at twice the width.
 #include "backends/cpu/ukernels/f32_nchwc.h"
+#include "core/cpu_isa.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -29,6 +30,7 @@ inline void store_pair(float *p, int64_t stride, __m512 v) {
   _mm256_store_ps(p + stride, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
+// Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks).
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
                  const float *residual) {
@@ -52,24 +54,27 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     for (int r = 0; r < P; ++r)
       half[r] = p.accumulate ? _mm256_load_ps(y + 2 * Z * ys + r * kLanes) : init;
   }
+  // One input channel: its weights for the F blocks, times each pixel's value.
+  const auto channel = [&](const float *xc, const float *w) LUMEN_VEC_INLINE {
+    __m512 wv[ZA];
+    for (int z = 0; z < Z; ++z) wv[z] = _mm512_loadu_ps(w + z * 2 * kLanes);
+    __m256 wh = _mm256_setzero_ps();
+    if constexpr (H) wh = _mm256_loadu_ps(w + 2 * Z * kLanes);
+    for (int r = 0; r < P; ++r) {
+      const __m512 xv = _mm512_set1_ps(xc[at_pixel[r]]);
+      for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
+      if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
+    }
+  };
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
-    for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
-      const float *xb = xt + cb * p.x_block_stride;
-      const int channels = Plain && cb + 1 == p.in_blocks ? p.last_channels : kLanes;
-      for (int c = 0; c < channels; ++c, w += F * kLanes) {
-        __m512 wv[ZA];
-        for (int z = 0; z < Z; ++z) wv[z] = _mm512_loadu_ps(w + z * 2 * kLanes);
-        __m256 wh = _mm256_setzero_ps();
-        if constexpr (H) wh = _mm256_loadu_ps(w + 2 * Z * kLanes);
-        const float *xc = Plain ? xb + c * p.x_channel_stride : xb + c;
-        for (int r = 0; r < P; ++r) {
-          const __m512 xv = _mm512_set1_ps(xc[at_pixel[r]]);
-          for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
-          if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
-        }
-      }
+    if constexpr (Plain) {
+      channel(xt, w);
+    } else {
+      for (int64_t cb = 0; cb < p.in_blocks; ++cb)
+        for (int c = 0; c < kLanes; ++c, w += F * kLanes)
+          channel(xt + cb * p.x_block_stride + c, w);
     }
   }
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
@@ -135,7 +140,7 @@ void run_filters(const NchwcConvTile &p, int64_t pixels) {
 }  // namespace
 
 void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels) {
-  if (p.x_channel_stride != 1 || p.last_channels != kLanes) return run_filters<true>(p, pixels);
+  if (p.in_blocks == 0) return run_filters<true>(p, pixels);
   run_filters<false>(p, pixels);
 }
 
