@@ -149,26 +149,29 @@ Geometry geometry_of(const KernelContext &ctx) {
 
 void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels);
 
-// The conv-tile micro-kernel of this CPU, the most output blocks one call takes, and a pixel
-// count that is whole tiles for every block count (AVX2: 12 / F pixels; AVX-512: 8, 12 or 24).
+// The conv-tile micro-kernel of this CPU, the most output blocks one call takes (for a plain
+// input, whose one channel per tap makes the broadcasts of the input most of the work, more
+// blocks per broadcast), and a pixel count that is whole tiles for every block count.
 struct TileKernel {
   void (*run)(const ukernels::NchwcConvTile &, int64_t pixels);
-  int64_t max_filters;
+  int64_t max_filters, plain_max_filters;
   int64_t whole_tiles;
 };
 const TileKernel &tile_kernel() {
+  using namespace ukernels;
   static const TileKernel kernel =
-      avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, ukernels::kNchwcMaxFilters512, 24}
-      : avx2() ? TileKernel{f32_nchwc_conv_tile__avx2, ukernels::kNchwcMaxFilters, 12}
-               : TileKernel{conv_tile_portable, ukernels::kNchwcMaxFilters, 12};
+      avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, kNchwcMaxFilters512,
+                            kNchwcMaxFilters512Plain, 24}
+      : avx2() ? TileKernel{f32_nchwc_conv_tile__avx2, kNchwcMaxFilters, kNchwcMaxFilters, 12}
+               : TileKernel{conv_tile_portable, kNchwcMaxFilters, kNchwcMaxFilters, 12};
   return kernel;
 }
 
-// Pointwise: first output block of each group, then mb. Groups of up to the tile's most blocks,
-// as even as their count allows (13 blocks at three: 3 + 3 + 3 + 2 + 2, not a lone block at the
-// end, whose tile uses each input broadcast once).
-std::vector<int64_t> filter_groups(int64_t mb) {
-  const int64_t count = ceil_div(mb, tile_kernel().max_filters);
+// First output block of each filter group, then mb. Groups of up to `most` blocks, as even as
+// their count allows (13 blocks at three: 3 + 3 + 3 + 2 + 2, not a lone block at the end, whose
+// tile uses each input broadcast once).
+std::vector<int64_t> filter_groups(int64_t mb, int64_t most = tile_kernel().max_filters) {
+  const int64_t count = ceil_div(mb, most);
   std::vector<int64_t> first;
   for (int64_t g = 0; g <= count; ++g) first.push_back(g * mb / count);
   return first;
@@ -176,14 +179,14 @@ std::vector<int64_t> filter_groups(int64_t mb) {
 
 struct PackedWeights {
   AlignedFloats data;
-  std::vector<int64_t> groups;  // pointwise: filter_groups(mb)
+  std::vector<int64_t> groups;  // filter_groups(output blocks per conv group)
   // Set where a dense 3x3 stride-1 conv runs by Winograd (then `data` is empty).
   std::shared_ptr<const cpu::NchwcWinogradWeights> winograd;
 };
 
 // Depthwise w [C, 1, kh, kw] -> [C / 8][kh * kw][8]. Otherwise w [M, cg, kh, kw] -> per conv
 // group gg and filter group (first, F): [kh * kw][cg][F][8] at (gg * mg + first * 8) * cg * taps.
-std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind) {
+std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind, bool plain) {
   auto packed = std::make_shared<PackedWeights>();
   const float *src = w.data<float>();
   const int64_t m = w.shape()[0], cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
@@ -196,7 +199,8 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
     return packed;
   }
   const int64_t mg = m / group;
-  packed->groups = filter_groups(mg / kBlock);
+  packed->groups = filter_groups(
+      mg / kBlock, plain ? tile_kernel().plain_max_filters : tile_kernel().max_filters);
   for (int64_t gg = 0; gg < group; ++gg)
     for (size_t fg = 0; fg + 1 < packed->groups.size(); ++fg) {
       const int64_t first = packed->groups[fg], filters = packed->groups[fg + 1] - first;
@@ -594,7 +598,7 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
                   : kind == ConvKind::kPointwise ? "nchwc_pointwise"
                                                  : "nchwc_grouped";
-  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind);
+  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind, ctx.input_shapes[0].rank() == 4);
   if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0 ||
       ctx.input_shapes[0].rank() != 5)
     return direct;
@@ -632,7 +636,7 @@ void nchwc_conv(KernelContext &ctx) {
   std::shared_ptr<PackedWeights> owned;
   const auto *packed = static_cast<const PackedWeights *>(ctx.prepared);
   if (!packed) {  // weights not constant, or an eager call
-    owned = pack(ctx.input(1), g.group, g.kind);
+    owned = pack(ctx.input(1), g.group, g.kind, g.plain_c != 0);
     packed = owned.get();
   }
   if (ctx.has_input(3) && ctx.input(3).numel() != ctx.output(0).numel())

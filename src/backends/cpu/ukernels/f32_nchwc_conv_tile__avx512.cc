@@ -1,9 +1,10 @@
 // The NCHW8c conv tiles (f32_nchwc.h), AVX-512. The layout keeps blocks of 8 channels (so every
 // multiple of 8 stays blocked); one 16-lane vector holds two adjacent output blocks of one pixel,
 // whose weights lie side by side in the packing ([k][F][8]). A tile is P pixels by F output blocks
-// in 24 accumulators: F / 2 vectors of 16 lanes and, for an odd F, one of 8 (F = 6, 5 with P = 8;
-// 4, 3 with P = 12; 2, 1 with P = 24). Per input channel, one broadcast of the input serves the F
-// blocks of a pixel, as in the AVX2 tile, at twice the width.
+// in F / 2 vectors of 16 lanes and, for an odd F, one of 8 (F = 8, 7 with P = 6; 6, 5 with P = 8;
+// 4 to 1 with P = 12). Per input channel, one broadcast of the input serves the F blocks of a
+// pixel, as in the AVX2 tile, at twice the width. P stays at most 12: each pixel's input address
+// is a register (24-pixel tiles spilled them, 1.5x slower).
 #include "backends/cpu/ukernels/f32_nchwc.h"
 #include "core/cpu_isa.h"
 
@@ -122,6 +123,10 @@ template <bool Plain>
 void run_filters(const NchwcConvTile &p, int64_t pixels) {
   const float *residual = p.last ? p.residual : nullptr;
   switch (p.filters) {
+    case 8:
+      return run_pixels<8, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+    case 7:
+      return run_pixels<7, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 6:
       return run_pixels<6, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 5:
@@ -131,9 +136,9 @@ void run_filters(const NchwcConvTile &p, int64_t pixels) {
     case 3:
       return run_pixels<3, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     case 2:
-      return run_pixels<2, 24, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<2, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
     default:
-      return run_pixels<1, 24, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<1, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
   }
 }
 
