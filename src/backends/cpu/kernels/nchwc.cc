@@ -149,19 +149,20 @@ Geometry geometry_of(const KernelContext &ctx) {
 
 void conv_tile_portable(const ukernels::NchwcConvTile &p, int64_t pixels);
 
-// The conv-tile micro-kernel of this CPU, the most output blocks one call takes (for a plain
-// input, whose one channel per tap makes the broadcasts of the input most of the work, more
-// blocks per broadcast), and a pixel count that is whole tiles for every block count.
+// The conv-tile micro-kernel of this CPU, the most output blocks one call takes for a pointwise
+// conv and for one with several taps (a dense, grouped or first conv: there, with the weights of
+// all taps streaming from L2, more blocks per broadcast of the input measured faster), and a pixel
+// count that is whole tiles for every block count.
 struct TileKernel {
   void (*run)(const ukernels::NchwcConvTile &, int64_t pixels);
-  int64_t max_filters, plain_max_filters;
+  int64_t max_filters, spatial_max_filters;
   int64_t whole_tiles;
 };
 const TileKernel &tile_kernel() {
   using namespace ukernels;
   static const TileKernel kernel =
       avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, kNchwcMaxFilters512,
-                            kNchwcMaxFilters512Plain, 24}
+                            kNchwcMaxFilters512Spatial, 24}
       : avx2() ? TileKernel{f32_nchwc_conv_tile__avx2, kNchwcMaxFilters, kNchwcMaxFilters, 12}
                : TileKernel{conv_tile_portable, kNchwcMaxFilters, kNchwcMaxFilters, 12};
   return kernel;
@@ -186,7 +187,7 @@ struct PackedWeights {
 
 // Depthwise w [C, 1, kh, kw] -> [C / 8][kh * kw][8]. Otherwise w [M, cg, kh, kw] -> per conv
 // group gg and filter group (first, F): [kh * kw][cg][F][8] at (gg * mg + first * 8) * cg * taps.
-std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind, bool plain) {
+std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind) {
   auto packed = std::make_shared<PackedWeights>();
   const float *src = w.data<float>();
   const int64_t m = w.shape()[0], cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
@@ -199,8 +200,9 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
     return packed;
   }
   const int64_t mg = m / group;
-  packed->groups = filter_groups(
-      mg / kBlock, plain ? tile_kernel().plain_max_filters : tile_kernel().max_filters);
+  packed->groups =
+      filter_groups(mg / kBlock, kind == ConvKind::kPointwise ? tile_kernel().max_filters
+                                                              : tile_kernel().spatial_max_filters);
   for (int64_t gg = 0; gg < group; ++gg)
     for (size_t fg = 0; fg + 1 < packed->groups.size(); ++fg) {
       const int64_t first = packed->groups[fg], filters = packed->groups[fg + 1] - first;
@@ -598,7 +600,7 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
                   : kind == ConvKind::kPointwise ? "nchwc_pointwise"
                                                  : "nchwc_grouped";
-  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind, ctx.input_shapes[0].rank() == 4);
+  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind);
   if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0 ||
       ctx.input_shapes[0].rank() != 5)
     return direct;
@@ -636,7 +638,7 @@ void nchwc_conv(KernelContext &ctx) {
   std::shared_ptr<PackedWeights> owned;
   const auto *packed = static_cast<const PackedWeights *>(ctx.prepared);
   if (!packed) {  // weights not constant, or an eager call
-    owned = pack(ctx.input(1), g.group, g.kind, g.plain_c != 0);
+    owned = pack(ctx.input(1), g.group, g.kind);
     packed = owned.get();
   }
   if (ctx.has_input(3) && ctx.input(3).numel() != ctx.output(0).numel())

@@ -14,11 +14,12 @@ inline constexpr int kNchwcBlock = 8;
 // the weights held, so the compiler reloads each weight per pixel (MobileNetV2, 2 threads: 3%
 // slower with groups of four).
 inline constexpr int kNchwcMaxFilters = 3;
-// The AVX-512 tile: up to six output blocks, two per vector (f32_nchwc_conv_tile__avx512.cc);
-// eight for a plain input (one filter group for a network's first conv to 64 channels: ResNet-50's
-// 7x7 3 -> 64, 1 thread, 1.39 -> 1.12 ms; on blocked inputs six measured 3-6% faster).
+// The AVX-512 tile: two output blocks per vector (f32_nchwc_conv_tile__avx512.cc); up to six for
+// a pointwise conv, eight where there are several taps (1 thread: a 3x3 256 -> 256 on 14x14
+// 1.21 -> 1.14 ms, ResNet-50's first conv 1.39 -> 1.12; pointwise convs measured 3-6% faster at
+// six).
 inline constexpr int kNchwcMaxFilters512 = 6;
-inline constexpr int kNchwcMaxFilters512Plain = 8;
+inline constexpr int kNchwcMaxFilters512Spatial = 8;
 
 // Pixels [0, pixels) of one output row segment, `filters` output blocks, summed over `taps`
 // kernel taps and `in_blocks` input blocks: y[f][q][l] (+)= sum over tap t and input channel k of
@@ -38,7 +39,7 @@ struct NchwcConvTile {
   const int64_t *tap_offsets = nullptr;  // floats from a pixel's first tap to each; nullptr: {0}
   const float *w;  // tap t at w + t * w_tap_stride: [in_blocks * 8 (or 1)][filters][8]
   int64_t w_tap_stride = 0;
-  int filters;             // 1..kNchwcMaxFilters (kNchwcMaxFilters512Plain for the AVX-512 tile)
+  int filters;             // 1..kNchwcMaxFilters (kNchwcMaxFilters512Spatial for the AVX-512 tile)
   const float *bias;       // [filters][8] or nullptr; added unless accumulating
   float *y;                // output block 0 at the segment's first pixel; pixels 8 apart
   int64_t y_block_stride;  // floats between output blocks
