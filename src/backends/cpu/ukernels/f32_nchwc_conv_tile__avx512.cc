@@ -73,9 +73,12 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     if constexpr (Plain) {
       channel(xt, w);
     } else {
-      for (int64_t cb = 0; cb < p.in_blocks; ++cb)
-        for (int c = 0; c < kLanes; ++c, w += F * kLanes)
-          channel(xt + cb * p.x_block_stride + c, w);
+      for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+        const float *xb = xt + cb * p.x_block_stride;
+#pragma GCC unroll 8
+        for (int c = 0; c < kLanes; ++c) channel(xb + c, w + c * F * kLanes);
+        w += kLanes * F * kLanes;
+      }
     }
   }
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
