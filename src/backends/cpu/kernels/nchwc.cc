@@ -62,6 +62,7 @@ bool avx512() {
 using ukernels::f32_nchwc_conv_tile__avx2;
 using ukernels::f32_nchwc_conv_tile__avx512;
 using ukernels::f32_nchwc_depthwise__avx2;
+using ukernels::f32_nchwc_depthwise_row__avx512;
 using ukernels::f32_to_nchw8c__avx2;
 #else
 bool avx2() {
@@ -73,7 +74,10 @@ bool avx512() {
 void f32_nchwc_conv_tile__avx2(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_conv_tile__avx512(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
-                               int64_t, int64_t, float *) {}
+                               int64_t, int64_t, float *, ukernels::NchwcDepthwiseRow) {}
+ukernels::NchwcDepthwiseRow f32_nchwc_depthwise_row__avx512(int64_t, int64_t) {
+  return nullptr;
+}
 void f32_to_nchw8c__avx2(const float *, int64_t, int64_t, float *) {}
 void f32_from_nchw8c__avx2(const float *, int64_t, float *, int64_t) {}
 #endif
@@ -410,6 +414,8 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   }
   // Items: bands of output rows of one (image, block), their outputs about kBandBytes, so the
   // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
+  const ukernels::NchwcDepthwiseRow wide_row =
+      avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
   const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
   const int64_t bands = ceil_div(g.oh, band);
   pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
@@ -429,7 +435,7 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       const float *z = residual ? residual + plane * out_plane : nullptr;
       if (avx2()) {
         scratch.resize(ukernels::f32_depthwise_scratch(d, kBlock));
-        f32_nchwc_depthwise__avx2(d, wv, z, row0, row1, scratch.data());
+        f32_nchwc_depthwise__avx2(d, wv, z, row0, row1, scratch.data(), wide_row);
       } else {
         depthwise_portable(d, wv, z, row0, row1);
       }

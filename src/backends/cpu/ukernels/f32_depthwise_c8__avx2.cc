@@ -143,14 +143,22 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
 // copied into a zero-padded strip first (onnxruntime copies none; the copy of every row was ~20%
 // of MNASNet's depthwise time).
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
-                               int64_t row_begin, int64_t row_end, float *scratch) {
+                               int64_t row_begin, int64_t row_end, float *scratch,
+                               NchwcDepthwiseRow wide_row) {
   const int64_t cols = d.padded_cols();
   const __m256 zero = _mm256_setzero_ps();
   const __m256 bias = d.bias ? _mm256_loadu_ps(d.bias) : zero;
   const __m256 lo = _mm256_set1_ps(d.lo), hi = _mm256_set1_ps(d.hi);
   const int64_t step = d.sw * kLanes, col_step = d.dw * kLanes;
   const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
-  const auto row = output_row_for(d.kw);
+  const auto narrow_row = output_row_for(d.kw);
+  alignas(32) static constexpr float kZeros[kLanes] = {};
+  const auto row = [&](const float *in, int64_t ow, int64_t row_step, float *out) {
+    if (wide_row)
+      wide_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, d.bias ? d.bias : kZeros, out);
+    else
+      narrow_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, bias, out);
+  };
   // Output columns [j0, j1) whose taps all lie inside an input row.
   const int64_t span = (d.kw - 1) * d.dw;
   const int64_t j0 = std::min(d.ow, (d.pl + d.sw - 1) / d.sw);
@@ -183,8 +191,8 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
   if ((j1 - j0) * 4 < d.ow * 3 && band_rows <= d.padded_rows(f32_depthwise_strip(d, kLanes))) {
     copy_rows(row_begin * d.sh - d.pt, band_rows);
     for (int64_t i = row_begin; i < row_end; ++i) {
-      row(scratch + (i - row_begin) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw,
-          d.dh * cols * kLanes, col_step, wv, bias, d.y + i * d.ow * kLanes);
+      row(scratch + (i - row_begin) * d.sh * cols * kLanes, d.ow, d.dh * cols * kLanes,
+          d.y + i * d.ow * kLanes);
       finish_row(i);
     }
     return;
@@ -193,8 +201,8 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
     float *out = d.y + i * d.ow * kLanes;
     const int64_t top = i * d.sh - d.pt;
     if (top >= 0 && top + (d.kh - 1) * d.dh < d.h && j0 < j1) {
-      row(d.x + (top * d.w + j0 * d.sw - d.pl) * kLanes, j1 - j0, step, d.kh, d.kw,
-          d.dh * d.w * kLanes, col_step, wv, bias, out + j0 * kLanes);
+      row(d.x + (top * d.w + j0 * d.sw - d.pl) * kLanes, j1 - j0, d.dh * d.w * kLanes,
+          out + j0 * kLanes);
       const auto border = [&](int64_t j) {  // a column some of whose taps fall outside
         __m256 acc = bias;
         for (int64_t a = 0; a < d.kh; ++a)
@@ -210,7 +218,7 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
       for (int64_t j = j1; j < d.ow; ++j) border(j);
     } else {  // the rows this output row reads, zero-padded, as a one-row strip
       copy_rows(top, d.padded_rows(1));
-      row(scratch, d.ow, step, d.kh, d.kw, d.dh * cols * kLanes, col_step, wv, bias, out);
+      row(scratch, d.ow, d.dh * cols * kLanes, out);
     }
     finish_row(i);
   }

@@ -56,8 +56,18 @@ void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels);
 // d.bias the block's 8 biases (or nullptr); residual (or nullptr) is laid out like d.y and added
 // before the clamp. scratch: f32_depthwise_scratch(d, 8) floats, 64-byte aligned. d.channels is
 // ignored (always 8).
+// wide_row (or nullptr): the output rows of a wider ISA (f32_nchwc_depthwise_row__avx512).
+using NchwcDepthwiseRow = void (*)(const float *in, int64_t ow, int64_t step, int64_t kh,
+                                   int64_t kw, int64_t row_step, int64_t col_step, const float *wv,
+                                   const float *bias8, float *out);
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
-                               int64_t row_begin, int64_t row_end, float *scratch);
+                               int64_t row_begin, int64_t row_end, float *scratch,
+                               NchwcDepthwiseRow wide_row = nullptr);
+// `ow` outputs of one row, each the kh x kw taps of a block (in: the first output's window, step
+// floats between two outputs' windows, row_step and col_step between kernel rows and columns; wv
+// [kh * kw][8]; bias8 the block's 8 biases), two outputs per vector, for kernel width kw and
+// stride sw.
+NchwcDepthwiseRow f32_nchwc_depthwise_row__avx512(int64_t kw, int64_t sw);
 
 // Max or average pooling of one blocked plane: x [h][w][8], y [oh][ow][8]. Per output row i the
 // kernel rows [row_lo[i], row_hi[i]) fall inside the image, per output column j the kernel

@@ -1,0 +1,104 @@
+// The NCHW8c depthwise conv's output rows (f32_nchwc.h) with AVX-512: two outputs of a block's 8
+// channels per 16-lane vector. At stride 1 the two outputs' windows are adjacent, so one load
+// serves both; at other strides the two halves are loaded apart. Each tap's weights are broadcast
+// to both halves. The driver (borders, padding, residual, clamp) is the AVX2 one's.
+#include "backends/cpu/ukernels/f32_nchwc.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#include "core/cpu_isa.h"
+
+// GCC 12's insert and cast intrinsics start from _mm512_undefined_ps(), which its
+// -W(maybe-)uninitialized reports wherever they inline; every lane is written.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace lumen::ukernels {
+namespace {
+
+constexpr int kLanes = kNchwcBlock;
+
+inline __m512 both_halves(const float *p) {
+  return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(p))));
+}
+inline __m512 two_pixels(const float *p, int64_t step) {
+  const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(p)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_loadu_ps(p + step)), 1));
+}
+
+// kPairs * 2 consecutive outputs of one row (as the AVX2 kernel's outputs()); kKw: the kernel
+// width when known at compile time (0: kw), so common kernels' taps unroll.
+template <int kPairs, int kKw, bool kAdjacent>
+inline void output_pairs(const float *in, int64_t step, int64_t kh, int64_t kw_runtime,
+                         int64_t row_step, int64_t col_step, const float *wv, __m512 bias,
+                         float *out) {
+  const int64_t kw = kKw > 0 ? kKw : kw_runtime;
+  __m512 acc[kPairs];
+  for (int u = 0; u < kPairs; ++u) acc[u] = bias;
+  for (int64_t a = 0; a < kh; ++a) {
+    const float *row = in + a * row_step;
+    const float *w = wv + a * kw * kLanes;
+    for (int64_t b = 0; b < kw; ++b) {
+      const __m512 k = both_halves(w + b * kLanes);
+      const float *src = row + b * col_step;
+      for (int u = 0; u < kPairs; ++u) {
+        const float *at = src + 2 * u * step;
+        const __m512 x = kAdjacent ? _mm512_loadu_ps(at) : two_pixels(at, step);
+        acc[u] = _mm512_fmadd_ps(k, x, acc[u]);
+      }
+    }
+  }
+  for (int u = 0; u < kPairs; ++u) _mm512_storeu_ps(out + 2 * u * kLanes, acc[u]);
+}
+
+// One output: the AVX2 width.
+template <int kKw>
+inline void output_one(const float *in, int64_t kh, int64_t kw_runtime, int64_t row_step,
+                       int64_t col_step, const float *wv, __m256 bias, float *out) {
+  const int64_t kw = kKw > 0 ? kKw : kw_runtime;
+  __m256 acc = bias;
+  for (int64_t a = 0; a < kh; ++a)
+    for (int64_t b = 0; b < kw; ++b)
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(wv + (a * kw + b) * kLanes),
+                            _mm256_loadu_ps(in + a * row_step + b * col_step), acc);
+  _mm256_storeu_ps(out, acc);
+}
+
+// One output row: 16, 8, 4, 2 and 1 outputs at a time.
+template <int kKw, bool kAdjacent>
+void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t kw, int64_t row_step,
+                int64_t col_step, const float *wv, const float *bias8, float *out) {
+  const __m512 bias = both_halves(bias8);
+  int64_t j = 0;
+  const auto pairs = [&]<int P>() LUMEN_VEC_INLINE {
+    output_pairs<P, kKw, kAdjacent>(in + j * step, step, kh, kw, row_step, col_step, wv, bias,
+                                    out + j * kLanes);
+    j += 2 * P;
+  };
+  while (j + 16 <= ow) pairs.template operator()<8>();
+  if (j + 8 <= ow) pairs.template operator()<4>();
+  if (j + 4 <= ow) pairs.template operator()<2>();
+  if (j + 2 <= ow) pairs.template operator()<1>();
+  if (j < ow)
+    output_one<kKw>(in + j * step, kh, kw, row_step, col_step, wv, _mm512_castps512_ps256(bias),
+                    out + j * kLanes);
+}
+
+template <bool kAdjacent>
+NchwcDepthwiseRow row_for(int64_t kw) {
+  return kw == 3   ? output_row<3, kAdjacent>
+         : kw == 5 ? output_row<5, kAdjacent>
+         : kw == 7 ? output_row<7, kAdjacent>
+                   : output_row<0, kAdjacent>;
+}
+
+}  // namespace
+
+NchwcDepthwiseRow f32_nchwc_depthwise_row__avx512(int64_t kw, int64_t sw) {
+  return sw == 1 ? row_for<true>(kw) : row_for<false>(kw);
+}
+
+}  // namespace lumen::ukernels
+
+#endif  // __AVX512F__
