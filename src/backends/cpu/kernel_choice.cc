@@ -1,5 +1,6 @@
 #include "backends/cpu/kernel_choice.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,8 +38,25 @@ std::string cache_path() {
   return "";
 }
 
-// What the timings depend on besides the step: the CPU model, the ISA the kernels use and the L2
-// size. Tabs and newlines are the file's separators.
+// This build of the library: its version, and the size and modification time of the shared
+// object that holds this code, so a rebuilt or upgraded Lumen (whose kernels may have changed)
+// measures again instead of trusting another build's choices.
+std::string build_id() {
+  std::ostringstream id;
+  id << "lumen " << LUMEN_VERSION_STRING;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&build_id), &info) && info.dli_fname) {
+    std::error_code size_error, time_error;
+    const auto size = std::filesystem::file_size(info.dli_fname, size_error);
+    const auto time = std::filesystem::last_write_time(info.dli_fname, time_error);
+    if (!size_error && !time_error)
+      id << " build " << size << "-" << time.time_since_epoch().count();
+  }
+  return id.str();
+}
+
+// What the timings depend on besides the step: the CPU model, the ISA the kernels use, the L2
+// size and the build. Tabs and newlines are the file's separators.
 std::string machine_id() {
   std::string model = "unknown-cpu";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -58,7 +76,7 @@ std::string machine_id() {
      << (isa == vec::Isa::Avx512 ? "avx512"
          : isa == vec::Isa::Avx2 ? "avx2"
                                  : "baseline")
-     << " / L2 " << l2;
+     << " / L2 " << l2 << " / " << build_id();
   std::string out = id.str();
   std::replace_if(
       out.begin(), out.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
