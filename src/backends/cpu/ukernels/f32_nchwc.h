@@ -81,6 +81,7 @@ struct NchwcPool {
   bool max;
 };
 void f32_nchwc_pool_rows__avx2(const NchwcPool &p, int64_t row_begin, int64_t row_end);
+void f32_nchwc_pool_rows__avx512(const NchwcPool &p, int64_t row_begin, int64_t row_end);
 
 // 8 channel planes (plane floats apart) of `pixels` pixels -> [pixels][8] (32-byte aligned).
 void f32_to_nchw8c__avx2(const float *x, int64_t plane, int64_t pixels, float *y);
