@@ -174,7 +174,9 @@ class _FirstOutput:
             def forward(self, *args):
                 out = self.model(**dict(zip(keys, args)), return_dict=True)
                 return out[0] if isinstance(out, tuple) else next(iter(out.values()))
-        return Wrapped()
+        # eval(): a new Module is in training mode, and recent exporters (torch 2.15's dynamo) trace
+        # the inner model's dropout in the wrapper's mode.
+        return Wrapped().eval()
 
 
 def _ids(batch=2, seq=16, vocab=1000):
