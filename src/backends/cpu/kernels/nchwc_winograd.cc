@@ -18,6 +18,22 @@ constexpr int64_t kInBlocksPerPass = 16;
 // the products.
 constexpr int64_t kItemBytes = int64_t(1) << 19;
 
+// One pixel's 8 channels as a vector (GCC/Clang vector extensions): compiled inside run_best's
+// bodies, each operation is one instruction of that ISA. The auto-vectorized loops over lanes were
+// partly scalarized (alias checks), the transforms taking as long as the 16 products.
+// load() and store() are always inlined into those bodies, so the baseline ABI for passing 32-byte
+// vectors (-Wpsabi) never applies.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+LUMEN_VEC_INLINE inline Lanes load(const float *p) {
+  Lanes v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+LUMEN_VEC_INLINE inline void store(float *p, Lanes v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
 // V = B^T d B of tiles [t0, t0 + tiles) (row-major over the map's tile grid, `cols` per row) of
 // every input block: d is the 4x4 input patch at rows 2 ty - pt.., columns 2 tx - pl.., zero
 // outside the image; v[k * v_stride + (cb * tiles + t) * 8 + l]. B^T = [[1,0,-1,0],[0,1,1,0],
@@ -31,30 +47,34 @@ void input_transform(const NchwcWinogradConv &c, const float *xn, int64_t cols, 
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t ty = (t0 + t) / cols, tx = (t0 + t) % cols;
         const int64_t r0 = 2 * ty - c.pt, c0 = 2 * tx - c.pl;
-        const float *d[4][4];
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) {
-            const int64_t r = r0 + i, col = c0 + j;
-            d[i][j] = r >= 0 && r < c.h && col >= 0 && col < c.w ? plane + (r * c.w + col) * kLanes
-                                                                 : kZeros;
-          }
-        float tt[4][4][kLanes];  // B^T d: row i, column j
-        for (int j = 0; j < 4; ++j)
-          for (int64_t l = 0; l < kLanes; ++l) {
-            tt[0][j][l] = d[0][j][l] - d[2][j][l];
-            tt[1][j][l] = d[1][j][l] + d[2][j][l];
-            tt[2][j][l] = d[2][j][l] - d[1][j][l];
-            tt[3][j][l] = d[1][j][l] - d[3][j][l];
-          }
+        // The patch's 16 pixels; a tile inside the map reads them at fixed offsets.
+        Lanes d[4][4];
+        if (r0 >= 0 && r0 + 3 < c.h && c0 >= 0 && c0 + 3 < c.w) {
+          const float *at = plane + (r0 * c.w + c0) * kLanes;
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) d[i][j] = load(at + (i * c.w + j) * kLanes);
+        } else {
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+              const int64_t r = r0 + i, col = c0 + j;
+              const bool inside = r >= 0 && r < c.h && col >= 0 && col < c.w;
+              d[i][j] = load(inside ? plane + (r * c.w + col) * kLanes : kZeros);
+            }
+        }
+        Lanes tt[4][4];  // B^T d: row i, column j
+        for (int j = 0; j < 4; ++j) {
+          tt[0][j] = d[0][j] - d[2][j];
+          tt[1][j] = d[1][j] + d[2][j];
+          tt[2][j] = d[2][j] - d[1][j];
+          tt[3][j] = d[1][j] - d[3][j];
+        }
         float *out = v + (cb * tiles + t) * kLanes;
         for (int i = 0; i < 4; ++i) {  // (B^T d) B
           float *o = out + 4 * i * v_stride;
-          for (int64_t l = 0; l < kLanes; ++l) {
-            o[l] = tt[i][0][l] - tt[i][2][l];
-            o[v_stride + l] = tt[i][1][l] + tt[i][2][l];
-            o[2 * v_stride + l] = tt[i][2][l] - tt[i][1][l];
-            o[3 * v_stride + l] = tt[i][1][l] - tt[i][3][l];
-          }
+          store(o, tt[i][0] - tt[i][2]);
+          store(o + v_stride, tt[i][1] + tt[i][2]);
+          store(o + 2 * v_stride, tt[i][2] - tt[i][1]);
+          store(o + 3 * v_stride, tt[i][1] - tt[i][3]);
         }
       }
     }
@@ -68,37 +88,30 @@ void output_transform(const NchwcWinogradConv &c, int64_t n, int64_t cols, int64
                       int64_t tiles, int64_t b0, int64_t b1, const float *prod, int64_t p_stride) {
   vec::run_best([&]() LUMEN_VEC_INLINE {
     const int64_t out_plane = c.oh * c.ow * kLanes;
+    const Lanes zero = {}, lo = zero + c.lo, hi = zero + c.hi;
     for (int64_t b = b0; b < b1; ++b) {
-      const float *bias = c.bias ? c.bias + b * kLanes : nullptr;
+      const Lanes bias = c.bias ? load(c.bias + b * kLanes) : zero;
       const int64_t plane = (n * c.mb + b) * out_plane;
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t ty = (t0 + t) / cols, tx = (t0 + t) % cols;
         const float *m = prod + ((b - b0) * tiles + t) * kLanes;
-        float y[2][2][kLanes];
-        for (int64_t l = 0; l < kLanes; ++l) {
-          float r[2][4];
-          for (int j = 0; j < 4; ++j) {
-            const float m0 = m[j * p_stride + l], m1 = m[(4 + j) * p_stride + l],
-                        m2 = m[(8 + j) * p_stride + l], m3 = m[(12 + j) * p_stride + l];
-            r[0][j] = m0 + m1 + m2;
-            r[1][j] = m1 - m2 - m3;
-          }
-          const float b_l = bias ? bias[l] : 0.0f;
-          for (int i = 0; i < 2; ++i) {
-            y[i][0][l] = r[i][0] + r[i][1] + r[i][2] + b_l;
-            y[i][1][l] = r[i][1] - r[i][2] - r[i][3] + b_l;
-          }
+        Lanes r[2][4];
+        for (int j = 0; j < 4; ++j) {
+          const Lanes m0 = load(m + j * p_stride), m1 = load(m + (4 + j) * p_stride),
+                      m2 = load(m + (8 + j) * p_stride), m3 = load(m + (12 + j) * p_stride);
+          r[0][j] = m0 + m1 + m2;
+          r[1][j] = m1 - m2 - m3;
         }
-        for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i)
+        for (int i = 0; i < 2 && 2 * ty + i < c.oh; ++i) {
+          const Lanes y[2] = {r[i][0] + r[i][1] + r[i][2] + bias,
+                              r[i][1] - r[i][2] - r[i][3] + bias};
           for (int j = 0; j < 2 && 2 * tx + j < c.ow; ++j) {
             const int64_t at = plane + ((2 * ty + i) * c.ow + 2 * tx + j) * kLanes;
-            const float *z = c.residual ? c.residual + at : nullptr;
-            for (int64_t l = 0; l < kLanes; ++l) {
-              float v = y[i][j][l] + (z ? z[l] : 0.0f);
-              v = v < c.lo ? c.lo : v;  // NaN stays NaN
-              c.y[at + l] = v > c.hi ? c.hi : v;
-            }
+            Lanes out = c.residual ? y[j] + load(c.residual + at) : y[j];
+            out = out < lo ? lo : out;  // NaN stays NaN: compares with it are false
+            store(c.y + at, out > hi ? hi : out);
           }
+        }
       }
     }
   });
