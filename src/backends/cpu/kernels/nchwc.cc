@@ -1,17 +1,17 @@
 // CPU kernels of the channel-blocked layout NCHW8c (graph/ops/nchwc.cc), float32, block 8.
 //
-// nchwc_conv, three kinds and Winograd, one conv-tile micro-kernel (f32_nchwc.h) for all but
-// depthwise:
-// - pointwise: weights packed once into groups of up to three output blocks, [C][F][8] per group;
-//   a work item is (image, run of output pixels, slice of the groups), walked in tiles of 12 / F
-//   pixels, 16 input blocks per pass, reading the blocked input where it lies;
+// nchwc_conv, three kinds and Winograd, one conv-tile micro-kernel (f32_nchwc.h; AVX2: a block
+// per vector, AVX-512: two) for all but depthwise:
+// - pointwise: weights packed once into filter groups of a few output blocks (tile_kernel()),
+//   [C][F][8] per group; a work item is (image, run of output pixels, slice of the groups), walked
+//   in tiles of pixels, 16 input blocks per pass, reading the blocked input where it lies;
 // - grouped (groups of whole blocks, dense convs as one group, any kernel): the input copied
 //   zero-padded once, then per (image, group, filter group, band of rows) the tile sums every
-//   tap; a chain's entry conv reads a plain NCHW input this way (channel planes, the last block
-//   partly filled);
+//   tap, its tiles spanning the band's rows; a chain's entry conv reads a plain NCHW input this
+//   way (one channel plane per step of the tile);
 // - Winograd (dense 3x3 stride 1, nchwc_winograd.h) where it measures faster than grouped;
 // - depthwise: per (image, channel block, band of rows), each output's taps one vector
-//   multiply-add each; a 1x1 depthwise conv is one affine pass.
+//   multiply-add each (AVX-512: two outputs per vector); a 1x1 depthwise conv is one affine pass.
 // Activations that are clamps (relu, clip) are applied in registers, the others over each work
 // item's output right after it, while it is in cache. Without AVX2 the same loops run as plain
 // C++.
@@ -41,7 +41,7 @@ constexpr int64_t kInBlocksPerPass = 16;
 // input slice stays in L2. Items are split finer where they would not keep every thread busy: at
 // least kItemsPerThread each where items of kMinPixelsPerItem allow (three items on two threads
 // left one idle a third of the time: MobileNetV2's 576 -> 96 convs on 14x14 maps).
-constexpr int64_t kPixelsPerItem = 252;  // 21 tiles of 12 / F pixels
+constexpr int64_t kPixelsPerItem = 252;  // 21 AVX2 tiles of 12 / F pixels
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kItemsPerThread = 4;
 constexpr int64_t kBlocksPerSlice = 16;  // see run_pointwise
@@ -54,11 +54,11 @@ bool avx2() {
   static const bool yes = vec::cpu_isa() >= vec::Isa::Avx2;
   return yes;
 }
-using ukernels::f32_from_nchw8c__avx2;
 bool avx512() {
   static const bool yes = vec::cpu_isa() >= vec::Isa::Avx512;
   return yes;
 }
+using ukernels::f32_from_nchw8c__avx2;
 using ukernels::f32_nchwc_conv_tile__avx2;
 using ukernels::f32_nchwc_conv_tile__avx512;
 using ukernels::f32_nchwc_depthwise__avx2;
@@ -330,8 +330,7 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
     runs = std::clamp<int64_t>(ceil_div(wanted, g.n * slices), runs, std::max(runs, max_runs));
   }
   while ((g.n * runs * slices) % threads != 0 && runs < max_runs) ++runs;  // whole rounds
-  // Runs of output pixels (flat) or of whole output rows; a multiple of 12 pixels: whole tiles of
-  // every filter count (12 / F pixels).
+  // Runs of output pixels (flat) or of whole output rows; whole tiles of every filter count.
   const int64_t whole = tile_kernel().whole_tiles;
   const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), whole) * whole;
   const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
