@@ -3,7 +3,6 @@
 // weight vectors and P broadcasts of the input serve P * F multiply-adds. The input is read where
 // it lies (the blocked layout needs no packing): a pixel's 8 channels are 32 contiguous bytes.
 #include "backends/cpu/ukernels/f32_nchwc.h"
-#include "core/cpu_isa.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -32,24 +31,23 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     for (int r = 0; r < P; ++r)
       acc[r][f] = p.accumulate ? _mm256_load_ps(y + f * p.y_block_stride + r * kLanes) : init;
   }
-  // One input channel: its weights for the F blocks, times each pixel's value.
-  const auto channel = [&](const float *xc, const float *w) LUMEN_VEC_INLINE {
-    __m256 wv[F];
-    for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
-    for (int r = 0; r < P; ++r) {
-      const __m256 xv = _mm256_broadcast_ss(xc + at_pixel[r]);
-      for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
-    }
-  };
+  // Plain: one channel per tap. (Written as plain loops: with the channel as a lambda, GCC folded
+  // the weight loads into the multiply-adds, loading each weight P times.)
+  const int64_t blocks = Plain ? 1 : p.in_blocks;
+  constexpr int kChannels = Plain ? 1 : kLanes;
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
-    if constexpr (Plain) {
-      channel(xt, w);
-    } else {
-      for (int64_t cb = 0; cb < p.in_blocks; ++cb)
-        for (int c = 0; c < kLanes; ++c, w += F * kLanes)
-          channel(xt + cb * p.x_block_stride + c, w);
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const float *xb = xt + cb * p.x_block_stride;
+      for (int c = 0; c < kChannels; ++c, w += F * kLanes) {
+        __m256 wv[F];
+        for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
+        for (int r = 0; r < P; ++r) {
+          const __m256 xv = _mm256_broadcast_ss(xb + c + at_pixel[r]);
+          for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
+        }
+      }
     }
   }
   const __m256 lo = _mm256_set1_ps(p.lo), hi = _mm256_set1_ps(p.hi);
