@@ -6,30 +6,15 @@
 // pixel, as in the AVX2 tile, at twice the width. P stays at most 12: each pixel's input address
 // is a register (24-pixel tiles spilled them, 1.5x slower).
 #include "backends/cpu/ukernels/f32_nchwc.h"
-#include "core/cpu_isa.h"
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
-// GCC 12's insert, extract, min and max intrinsics start from _mm512_undefined_ps(), which its
-// -W(maybe-)uninitialized reports wherever they inline; every lane is written.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backends/cpu/ukernels/avx512_halves.h"
+#include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
 namespace {
 
 constexpr int kLanes = kNchwcBlock;
-
-// Blocks b and b + 1 of a pixel: two 8-float halves `stride` floats apart.
-inline __m512 load_pair(const float *p, int64_t stride) {
-  const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_load_ps(p)));
-  return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_load_ps(p + stride)), 1));
-}
-inline void store_pair(float *p, int64_t stride, __m512 v) {
-  _mm256_store_ps(p, _mm512_castps512_ps256(v));
-  _mm256_store_ps(p + stride, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
 
 // Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks).
 template <int F, int P, bool Plain>
@@ -47,7 +32,7 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     const __m512 init =
         !p.accumulate && p.bias ? _mm512_loadu_ps(p.bias + z * 2 * kLanes) : _mm512_setzero_ps();
     for (int r = 0; r < P; ++r)
-      acc[r][z] = p.accumulate ? load_pair(y + 2 * z * ys + r * kLanes, ys) : init;
+      acc[r][z] = p.accumulate ? load_halves(y + 2 * z * ys + r * kLanes, ys) : init;
   }
   if constexpr (H) {
     const __m256 init =
@@ -87,10 +72,10 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
       __m512 v = acc[r][z];
       const int64_t at = 2 * z * ys + r * kLanes;
       if (p.last) {
-        if (residual) v = _mm512_add_ps(v, load_pair(residual + at, ys));
+        if (residual) v = _mm512_add_ps(v, load_halves(residual + at, ys));
         v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));  // max(lo, NaN) is NaN
       }
-      store_pair(y + at, ys, v);
+      store_halves(y + at, ys, v);
     }
   if constexpr (H)
     for (int r = 0; r < P; ++r) {

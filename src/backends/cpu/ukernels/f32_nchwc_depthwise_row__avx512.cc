@@ -5,27 +5,13 @@
 #include "backends/cpu/ukernels/f32_nchwc.h"
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
+#include "backends/cpu/ukernels/avx512_halves.h"
 #include "core/cpu_isa.h"
-
-// GCC 12's insert and cast intrinsics start from _mm512_undefined_ps(), which its
-// -W(maybe-)uninitialized reports wherever they inline; every lane is written.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace lumen::ukernels {
 namespace {
 
 constexpr int kLanes = kNchwcBlock;
-
-inline __m512 both_halves(const float *p) {
-  return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(p))));
-}
-inline __m512 two_pixels(const float *p, int64_t step) {
-  const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(p)));
-  return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_loadu_ps(p + step)), 1));
-}
 
 // kPairs * 2 consecutive outputs of one row (as the AVX2 kernel's outputs()); kKw: the kernel
 // width when known at compile time (0: kw), so common kernels' taps unroll.
@@ -44,7 +30,7 @@ inline void output_pairs(const float *in, int64_t step, int64_t kh, int64_t kw_r
       const float *src = row + b * col_step;
       for (int u = 0; u < kPairs; ++u) {
         const float *at = src + 2 * u * step;
-        const __m512 x = kAdjacent ? _mm512_loadu_ps(at) : two_pixels(at, step);
+        const __m512 x = kAdjacent ? _mm512_loadu_ps(at) : load_halves(at, step);
         acc[u] = _mm512_fmadd_ps(k, x, acc[u]);
       }
     }

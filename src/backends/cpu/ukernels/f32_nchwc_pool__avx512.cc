@@ -5,14 +5,9 @@
 #include "backends/cpu/ukernels/f32_nchwc.h"
 
 #if defined(__AVX512F__)
-#include <immintrin.h>
-
 #include <limits>
 
-// GCC 12's insert, max and div intrinsics start from _mm512_undefined_ps(), which its
-// -W(maybe-)uninitialized reports wherever they inline; every lane is written.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "backends/cpu/ukernels/avx512_halves.h"
 
 namespace lumen::ukernels {
 namespace {
@@ -38,9 +33,7 @@ inline void pool_outputs(const NchwcPool &p, int64_t i, int64_t j, float *out) {
       else if (step == kLanes)
         v = _mm512_loadu_ps(at);
       else
-        v = _mm512_castpd_ps(
-            _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(at))),
-                               _mm256_castps_pd(_mm256_loadu_ps(at + step)), 1));
+        v = load_halves(at, step);
       if (p.max) {
         bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
         acc = _mm512_max_ps(acc, v);
@@ -52,11 +45,11 @@ inline void pool_outputs(const NchwcPool &p, int64_t i, int64_t j, float *out) {
   if (p.max) {
     acc = _mm512_mask_mov_ps(acc, bad, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
   } else {
-    const __m256 lo = _mm256_set1_ps(p.row_div[i] * p.col_div[j]);
-    const __m256 hi = _mm256_set1_ps(p.row_div[i] * p.col_div[Pair ? j + 1 : j]);
-    acc = _mm512_div_ps(
-        acc, _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
-                                                 _mm256_castps_pd(hi), 1)));
+    // The two outputs' divisors, one per half.
+    const __m512 divisors =
+        _mm512_mask_blend_ps(__mmask16(0xFF00), _mm512_set1_ps(p.row_div[i] * p.col_div[j]),
+                             _mm512_set1_ps(p.row_div[i] * p.col_div[Pair ? j + 1 : j]));
+    acc = _mm512_div_ps(acc, divisors);
   }
   _mm512_mask_storeu_ps(out + j * kLanes, lanes, acc);
 }
