@@ -16,6 +16,7 @@ Needs bench/requirements-zoo.txt (torch, torchvision, transformers, onnxscript).
 """
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -317,6 +318,24 @@ def zoo():
 
 # --- export ----------------------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _attention_for_opset(model, opset):
+    """A transformers model's attention as plain MatMul/Softmax below opset 14: recent versions
+    default to torch's scaled_dot_product_attention, which the TorchScript exporter only writes
+    from opset 14 on. The model's own setting is restored afterwards."""
+    inner = getattr(model, "model", model)
+    config = getattr(inner, "config", None)
+    if opset >= 14 or config is None or not hasattr(inner, "set_attn_implementation"):
+        yield
+        return
+    before = config._attn_implementation
+    inner.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        inner.set_attn_implementation(before)
+
+
 def _export(entry, model, args, path, exporter, opset):
     import torch
 
@@ -374,7 +393,7 @@ def export(args):
                 path = os.path.join(args.dir, tag + ".onnx")
                 start = time.time()
                 try:
-                    with torch.no_grad():
+                    with torch.no_grad(), _attention_for_opset(model, opset):
                         _export(entry, model, inputs, path, exporter, opset)
                     proto = onnx.load(path)
                     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
