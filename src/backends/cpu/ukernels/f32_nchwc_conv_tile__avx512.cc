@@ -15,6 +15,12 @@ namespace lumen::ukernels {
 namespace {
 
 constexpr int kLanes = kNchwcBlock;
+// Weights are prefetched this many floats (16 KiB) ahead of the channel being multiplied: in a
+// model they come cold from memory once per run (ResNet-50's 2048 -> 512 convs read 4 MB for 49
+// pixels), and a pass's first tile stalled on them. In-process A/B, 2 threads: ResNet-50 0.969x
+// the time (1 thread 0.963x), Inception-v2 0.972x, MobileNetV2, DenseNet-121 and SqueezeNet
+// within 0.7%; 8 or 32 KiB ahead the same as 16.
+constexpr int64_t kWeightPrefetch = 4096;
 
 // Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks).
 template <int F, int P, bool Plain>
@@ -46,6 +52,11 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     for (int z = 0; z < Z; ++z) wv[z] = _mm512_loadu_ps(w + z * 2 * kLanes);
     __m256 wh = _mm256_setzero_ps();
     if constexpr (H) wh = _mm256_loadu_ps(w + 2 * Z * kLanes);
+    // An address, not a pointer into the weights: it may lie past their end (a prefetch never
+    // faults).
+    _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(w) +
+                                                kWeightPrefetch * sizeof(float)),
+                 _MM_HINT_T0);
     for (int r = 0; r < P; ++r) {
       const __m512 xv = _mm512_set1_ps(xc[at_pixel[r]]);
       for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
