@@ -48,16 +48,11 @@ constexpr int64_t kBlocksPerSlice = 16;  // see run_pointwise
 // Depthwise output bytes per work item.
 constexpr int64_t kBandBytes = 16 * 1024;
 
-// The AVX2 micro-kernels exist on x86-64 only (ukernels/*__avx2.cc); elsewhere these stand in.
+using ukernels::nchwc_avx2;
+using ukernels::nchwc_avx512;
+// The AVX2 and AVX-512 micro-kernels exist on x86-64 only (ukernels/*__avx2.cc, *__avx512.cc);
+// elsewhere these stand in.
 #if defined(__x86_64__) && defined(__GNUC__)
-bool avx2() {
-  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx2;
-  return yes;
-}
-bool avx512() {
-  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx512;
-  return yes;
-}
 using ukernels::f32_from_nchw8c__avx2;
 using ukernels::f32_nchwc_conv_tile__avx2;
 using ukernels::f32_nchwc_conv_tile__avx512;
@@ -65,12 +60,6 @@ using ukernels::f32_nchwc_depthwise__avx2;
 using ukernels::f32_nchwc_depthwise_row__avx512;
 using ukernels::f32_to_nchw8c__avx2;
 #else
-bool avx2() {
-  return false;
-}
-bool avx512() {
-  return false;
-}
 void f32_nchwc_conv_tile__avx2(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_conv_tile__avx512(const ukernels::NchwcConvTile &, int64_t) {}
 void f32_nchwc_depthwise__avx2(const ukernels::DepthwiseChannels &, const float *, const float *,
@@ -166,10 +155,11 @@ struct TileKernel {
 const TileKernel &tile_kernel() {
   using namespace ukernels;
   static const TileKernel kernel =
-      avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, kNchwcMaxFilters512,
-                            kNchwcMaxFilters512Spatial, 2, 24}
-      : avx2() ? TileKernel{f32_nchwc_conv_tile__avx2, kNchwcMaxFilters, kNchwcMaxFilters, 1, 12}
-               : TileKernel{conv_tile_portable, kNchwcMaxFilters, kNchwcMaxFilters, 1, 12};
+      nchwc_avx512() ? TileKernel{f32_nchwc_conv_tile__avx512, kNchwcMaxFilters512,
+                                  kNchwcMaxFilters512Spatial, 2, 24}
+      : nchwc_avx2()
+          ? TileKernel{f32_nchwc_conv_tile__avx2, kNchwcMaxFilters, kNchwcMaxFilters, 1, 12}
+          : TileKernel{conv_tile_portable, kNchwcMaxFilters, kNchwcMaxFilters, 1, 12};
   return kernel;
 }
 
@@ -418,7 +408,7 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   // Items: bands of output rows of one (image, block), their outputs about kBandBytes, so the
   // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
   const ukernels::NchwcDepthwiseRow wide_row =
-      avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
+      nchwc_avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
   const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
   const int64_t bands = ceil_div(g.oh, band);
   pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
@@ -436,7 +426,7 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       d.oh = g.oh, d.ow = g.ow, d.lo = r.lo, d.hi = r.hi;
       const float *wv = packed.data.data() + b * taps * kBlock;
       const float *z = residual ? residual + plane * out_plane : nullptr;
-      if (avx2()) {
+      if (nchwc_avx2()) {
         scratch.resize(ukernels::f32_depthwise_scratch(d, kBlock));
         f32_nchwc_depthwise__avx2(d, wv, z, row0, row1, scratch.data(), wide_row);
       } else {
@@ -675,9 +665,9 @@ void reorder(KernelContext &ctx, bool to_blocked) {
                           for (int64_t item = begin; item < end; ++item) {
                             const float *src = x + item * block_floats;
                             float *dst = y + item * block_floats;
-                            if (avx2() && to_blocked)
+                            if (nchwc_avx2() && to_blocked)
                               f32_to_nchw8c__avx2(src, pixels, pixels, dst);
-                            else if (avx2())
+                            else if (nchwc_avx2())
                               f32_from_nchw8c__avx2(src, pixels, dst, pixels);
                             else
                               for (int64_t q = 0; q < pixels; ++q)

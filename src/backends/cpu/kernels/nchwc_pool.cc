@@ -19,24 +19,12 @@ namespace {
 constexpr int64_t kBlock = ukernels::kNchwcBlock;
 constexpr int64_t kBandFloats = 4096;  // output floats per work item
 
+using ukernels::nchwc_avx2;
+using ukernels::nchwc_avx512;
 #if defined(__x86_64__) && defined(__GNUC__)
-bool avx2() {
-  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx2;
-  return yes;
-}
-bool avx512() {
-  static const bool yes = vec::cpu_isa() >= vec::Isa::Avx512;
-  return yes;
-}
 using ukernels::f32_nchwc_pool_rows__avx2;
 using ukernels::f32_nchwc_pool_rows__avx512;
 #else
-bool avx2() {
-  return false;
-}
-bool avx512() {
-  return false;
-}
 void f32_nchwc_pool_rows__avx2(const ukernels::NchwcPool &, int64_t, int64_t) {}
 void f32_nchwc_pool_rows__avx512(const ukernels::NchwcPool &, int64_t, int64_t) {}
 #endif
@@ -99,9 +87,9 @@ void nchwc_pool2d(KernelContext &ctx) {
   const int64_t in_plane = h * w * kBlock, out_plane = oh * ow * kBlock;
   const int64_t band = std::max<int64_t>(1, kBandFloats / std::max<int64_t>(1, ow * kBlock));
   const int64_t bands = ceil_div(oh, band);
-  const auto rows = avx512() ? f32_nchwc_pool_rows__avx512
-                    : avx2() ? f32_nchwc_pool_rows__avx2
-                             : pool_rows_portable;
+  const auto rows = nchwc_avx512() ? f32_nchwc_pool_rows__avx512
+                    : nchwc_avx2() ? f32_nchwc_pool_rows__avx2
+                                   : pool_rows_portable;
   ctx.pool.parallel_for(xs[0] * xs[1] * bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t plane = item / bands, i0 = item % bands * band;

@@ -5,8 +5,26 @@
 #include <cstdint>
 
 #include "backends/cpu/ukernels/f32_depthwise.h"
+#include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
+
+// Whether this CPU runs the AVX2 / AVX-512 kernels below. They are built on x86-64 with GCC or
+// Clang only; elsewhere their callers link stand-ins that these keep from running.
+inline bool nchwc_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return vec::cpu_isa() >= vec::Isa::Avx2;
+#else
+  return false;
+#endif
+}
+inline bool nchwc_avx512() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return vec::cpu_isa() >= vec::Isa::Avx512;
+#else
+  return false;
+#endif
+}
 
 inline constexpr int kNchwcBlock = 8;
 // Output blocks one pointwise call computes at most (each tile: 12 accumulators, 12 / filters
