@@ -22,6 +22,10 @@ class AlignedFloats {
   }
   float *data() { return data_; }
   const float *data() const { return data_; }
+  // Floats from data() to the end of the buffer: at least the largest count resized to.
+  size_t capacity() const {
+    return storage_.empty() ? 0 : storage_.size() - static_cast<size_t>(data_ - storage_.data());
+  }
 
  private:
   static constexpr size_t kSlack = 16;  // floats of the first 64 bytes, skipped to align

@@ -17,6 +17,10 @@
 
 #include "core/cpu_isa.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace lumen::cpu {
 namespace {
 
@@ -142,6 +146,19 @@ std::string microseconds(double seconds) {
 
 }  // namespace
 
+void flush_from_caches(const void *data, size_t bytes) {
+#if defined(__x86_64__)
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(kLine - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
+  for (uintptr_t line = begin; line < end; line += kLine)
+    _mm_clflush(reinterpret_cast<const void *>(line));
+  _mm_mfence();
+#else
+  (void)data, (void)bytes;
+#endif
+}
+
 bool calibration_enabled() {
   const char *v = std::getenv("LUMEN_CALIBRATE");  // read per compile: cheap next to the timing
   return !(v && std::string(v) == "0");
@@ -181,6 +198,7 @@ size_t choose_algorithm(const std::string &key, const std::vector<AlgorithmCandi
   const auto start = Clock::now();
   for (int round = 0; round < kMaxRounds; ++round) {
     for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].before) candidates[i].before();
       const auto t0 = Clock::now();
       candidates[i].run();
       best[i] = std::min(best[i], std::chrono::duration<double>(Clock::now() - t0).count());

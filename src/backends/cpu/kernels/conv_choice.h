@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,10 +53,12 @@ struct ConvTiming {
 };
 
 // Chooses among `names` (kernel_choice.h): run(i, timing, epilogue) runs candidate i on the
-// timing's scratch operands, where measuring is on and the step is small enough to time.
+// timing's scratch operands, where measuring is on and the step is small enough to time;
+// before(i), where given, runs untimed before each (AlgorithmCandidate::before).
 template <class Run>
 size_t choose_for_step(const PrepareContext &ctx, const ConvParams &p, const Tensor &w,
-                       const std::vector<std::string> &names, size_t rule, const Run &run) {
+                       const std::vector<std::string> &names, size_t rule, const Run &run,
+                       const std::function<void(size_t)> &before = {}) {
   std::optional<ConvTiming> t;
   if (names.size() > 1 && cpu::calibration_enabled() && ctx.pool) t.emplace(ctx, p);
   if (t && !t->feasible) t.reset();
@@ -64,6 +67,7 @@ size_t choose_for_step(const PrepareContext &ctx, const ConvParams &p, const Ten
   for (size_t i = 0; i < names.size(); ++i) {
     candidates.push_back({names[i], nullptr});
     if (t) candidates.back().run = [&, i] { run(i, *t, epilogue); };
+    if (t && before) candidates.back().before = [&, i] { before(i); };
   }
   // "fused_conv x=[2, 96, 7, 7] w=[576, 96, 1, 1] bias {...}": what the timings depend on.
   const std::string key = t ? std::string(ctx.op) + " x=" + Shape{p.n, p.c, p.h, p.w}.to_string() +

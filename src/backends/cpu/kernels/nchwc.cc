@@ -184,8 +184,11 @@ struct PackedWeights {
 };
 
 // Depthwise w [C, 1, kh, kw] -> [C / 8][kh * kw][8]. Otherwise w [M, cg, kh, kw] -> per conv
-// group gg and filter group (first, F): [kh * kw][cg][F][8] at (gg * mg + first * 8) * cg * taps.
-std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind) {
+// group gg and filter group (first, F), at (gg * mg + first * 8) * cg * taps, its input passes
+// (pass_channels each, the last maybe fewer) one after another, each [kh * kw][channels][F][8]:
+// the kernels read the weights in address order, one pass per call.
+std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kind,
+                                    int64_t pass_channels) {
   auto packed = std::make_shared<PackedWeights>();
   const float *src = w.data<float>();
   const int64_t m = w.shape()[0], cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
@@ -204,15 +207,24 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
   for (int64_t gg = 0; gg < group; ++gg)
     for (size_t fg = 0; fg + 1 < packed->groups.size(); ++fg) {
       const int64_t first = packed->groups[fg], filters = packed->groups[fg + 1] - first;
-      float *out = dst + (gg * mg + first * kBlock) * cg * taps;
-      for (int64_t t = 0; t < taps; ++t)
-        for (int64_t k = 0; k < cg; ++k)
-          for (int64_t f = 0; f < filters; ++f)
-            for (int64_t l = 0; l < kBlock; ++l)
-              out[((t * cg + k) * filters + f) * kBlock + l] =
-                  src[((gg * mg + (first + f) * kBlock + l) * cg + k) * taps + t];
+      for (int64_t k0 = 0; k0 < cg; k0 += pass_channels) {
+        const int64_t channels = std::min(pass_channels, cg - k0);
+        float *out = dst + (gg * mg + first * kBlock) * cg * taps + k0 * taps * filters * kBlock;
+        for (int64_t t = 0; t < taps; ++t)
+          for (int64_t k = 0; k < channels; ++k)
+            for (int64_t f = 0; f < filters; ++f)
+              for (int64_t l = 0; l < kBlock; ++l)
+                out[((t * channels + k) * filters + f) * kBlock + l] =
+                    src[((gg * mg + (first + f) * kBlock + l) * cg + k0 + k) * taps + t];
+      }
     }
   return packed;
+}
+
+// The channels of one input pass of the grouped and pointwise loops: kInBlocksPerPass blocks; all
+// of a plain input's (one pass).
+int64_t pass_channels(bool plain_input, int64_t cg) {
+  return plain_input ? std::max<int64_t>(cg, 1) : kInBlocksPerPass * kBlock;
 }
 
 // A step's tensors, and how its outputs are finished.
@@ -344,6 +356,15 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       p.y_block_stride = out_plane;
       p.lo = r.lo, p.hi = r.hi;
       const int64_t in_pixel = flat ? q0 : q0 / g.ow * g.sh * g.w;
+      // The calls run (pass, filter group) in order; the weights of each: [channels][F][8].
+      const auto weights = [&](int64_t k0, int64_t gi) {
+        const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
+        return packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+      };
+      const auto weight_floats = [&](int64_t k0, int64_t gi) {
+        return std::min(kInBlocksPerPass, g.cb - k0) * kBlock *
+               (packed.groups[gi + 1] - packed.groups[gi]) * kBlock;
+      };
       for (int64_t k0 = 0; k0 < g.cb; k0 += kInBlocksPerPass) {
         p.in_blocks = std::min(kInBlocksPerPass, g.cb - k0);
         p.accumulate = k0 > 0;
@@ -352,7 +373,14 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
           const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
           const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
           p.filters = static_cast<int>(filters);
-          p.w = packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+          p.w = weights(k0, gi);
+          // Next: this pass's next group, the next pass's first, or the next item's (the next
+          // slice of this run) first.
+          int64_t next_k0 = k0, next_gi = gi + 1;
+          if (next_gi == g1) next_k0 += kInBlocksPerPass, next_gi = g0;
+          if (next_k0 >= g.cb) next_k0 = 0, next_gi = slice + 1 < slices ? g1 : groups;
+          p.next_w = next_gi < groups ? weights(next_k0, next_gi) : nullptr;
+          p.next_w_floats = next_gi < groups ? weight_floats(next_k0, next_gi) : 0;
           p.bias = bias ? bias + first * kBlock : nullptr;
           p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
           p.y = y + y_offset;
@@ -505,16 +533,23 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       p.pixel_offsets = offsets.data();
       p.taps = static_cast<int64_t>(tap_offsets.size());
       p.tap_offsets = tap_offsets.data();
-      p.w_tap_stride = (g.plain_c ? 1 : cg) * filters * kBlock;
       p.filters = static_cast<int>(filters);
       p.bias = bias ? bias + out_block % g.mb * kBlock : nullptr;
       p.y_block_stride = out_plane;
       p.lo = r.lo, p.hi = r.hi;
       const float *w = packed.data.data() + (gg * g.mgb + first) * kBlock * cg * taps;
+      const bool last_band = i1 == g.oh;
       for (int64_t pass = 0; pass < passes; ++pass) {
         const int64_t k0 = pass * kInBlocksPerPass;
         p.in_blocks = g.plain_c ? 0 : std::min(kInBlocksPerPass, g.cgb - k0);
-        p.w = w + k0 * kBlock * filters * kBlock;
+        const int64_t channels = g.plain_c ? 1 : p.in_blocks * kBlock;
+        p.w = w + k0 * kBlock * taps * filters * kBlock;
+        p.w_tap_stride = channels * filters * kBlock;
+        // The weights that follow: this item's next pass, or the next filter group's first
+        // (the next item's, where this band is its last: the next item takes the next band).
+        const bool next = pass + 1 < passes || last_band;
+        p.next_w = next ? p.w + p.taps * p.w_tap_stride : nullptr;
+        p.next_w_floats = next ? p.taps * p.w_tap_stride : 0;
         p.accumulate = pass > 0;
         p.last = pass + 1 == passes;
         p.x = group_input + k0 * p.x_block_stride + i0 * g.sh * cols * lanes;
@@ -599,7 +634,8 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
   ctx.algorithm = kind == ConvKind::kDepthwise   ? "nchwc_depthwise"
                   : kind == ConvKind::kPointwise ? "nchwc_pointwise"
                                                  : "nchwc_grouped";
-  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind);
+  const bool plain = ctx.input_shapes[0].rank() == 4;
+  std::shared_ptr<PackedWeights> direct = pack(*w, group, kind, pass_channels(plain, c));
   if (kind != ConvKind::kGrouped || !winograd_shape(ctx.attrs, w->shape()) || c % kBlock != 0 ||
       ctx.input_shapes[0].rank() != 5)
     return direct;
@@ -614,16 +650,21 @@ std::shared_ptr<const void> prepare_nchwc_conv(const PrepareContext &ctx) {
     const Geometry g = geometry(xs, w->shape(), ys, ctx.attrs);
     ConvParams p{};
     p.n = g.n, p.c = c, p.h = g.h, p.w = g.w, p.m = m, p.oh = g.oh, p.ow = g.ow;
-    chosen = choose_for_step(ctx, p, *w, {"nchwc_winograd", "nchwc_grouped"}, rule,
-                             [&](size_t i, ConvTiming &t, const Epilogue<float> &epilogue) {
-                               ConvRun r{.x = t.x.data(),
-                                         .bias = t.bias,
-                                         .residual = t.residual,
-                                         .y = t.y.data(),
-                                         .epilogue = epilogue};
-                               set_clamp(r);
-                               run_step(*ctx.pool, g, i == 0 ? *winograd : *direct, r);
-                             });
+    chosen = choose_for_step(
+        ctx, p, *w, {"nchwc_winograd", "nchwc_grouped"}, rule,
+        [&](size_t i, ConvTiming &t, const Epilogue<float> &epilogue) {
+          ConvRun r{.x = t.x.data(),
+                    .bias = t.bias,
+                    .residual = t.residual,
+                    .y = t.y.data(),
+                    .epilogue = epilogue};
+          set_clamp(r);
+          run_step(*ctx.pool, g, i == 0 ? *winograd : *direct, r);
+        },
+        [&](size_t i) {
+          const AlignedFloats &weights = i == 0 ? winograd->winograd->u : direct->data;
+          cpu::flush_from_caches(weights.data(), weights.capacity() * sizeof(float));
+        });
     ctx.shape_specific = true;
   } else {
     ctx.algorithm = rule == 0 ? "nchwc_winograd (rule)" : "nchwc_grouped (rule)";
@@ -637,7 +678,7 @@ void nchwc_conv(KernelContext &ctx) {
   std::shared_ptr<PackedWeights> owned;
   const auto *packed = static_cast<const PackedWeights *>(ctx.prepared);
   if (!packed) {  // weights not constant, or an eager call
-    owned = pack(ctx.input(1), g.group, g.kind);
+    owned = pack(ctx.input(1), g.group, g.kind, pass_channels(g.plain_c > 0, g.cgb * kBlock));
     packed = owned.get();
   }
   if (ctx.has_input(3) && ctx.input(3).numel() != ctx.output(0).numel())

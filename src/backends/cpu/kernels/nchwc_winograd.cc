@@ -185,17 +185,28 @@ void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
       p.lo = -std::numeric_limits<float>::infinity(), p.hi = -p.lo;
       // Each filter group's weights for one position are contiguous over all input blocks:
       // walked in that order, the item streams its weights front to back.
+      const auto weights_at = [&](int64_t k, int64_t gi, int64_t k0) {
+        const int64_t first = weights.groups[gi], filters = weights.groups[gi + 1] - first;
+        return weights.u.data() + k * weights.m * c_floats + first * kLanes * c_floats +
+               k0 * kLanes * filters * kLanes;
+      };
       for (int64_t k = 0; k < kPositions; ++k)
         for (int64_t gi = g0; gi < g1; ++gi) {
           const int64_t first = weights.groups[gi], filters = weights.groups[gi + 1] - first;
           p.filters = static_cast<int>(filters);
-          const float *w = weights.u.data() + k * weights.m * c_floats + first * kLanes * c_floats;
           for (int64_t k0 = 0; k0 < c.cb; k0 += kInBlocksPerPass) {
             p.in_blocks = std::min(kInBlocksPerPass, c.cb - k0);
             p.accumulate = k0 > 0;
             p.last = k0 + kInBlocksPerPass >= c.cb;
             p.x = v.data() + k * v_stride + k0 * tiles * kLanes;
-            p.w = w + k0 * kLanes * filters * kLanes;
+            p.w = weights_at(k, gi, k0);
+            // The next call's: this group's next pass, the next group's first, or the next
+            // position's first group's (all about this call's size).
+            p.next_w = k0 + kInBlocksPerPass < c.cb ? weights_at(k, gi, k0 + kInBlocksPerPass)
+                       : gi + 1 < g1                ? weights_at(k, gi + 1, 0)
+                       : k + 1 < kPositions         ? weights_at(k + 1, g0, 0)
+                                                    : nullptr;
+            p.next_w_floats = p.in_blocks * kLanes * filters * kLanes;
             p.y = prod.data() + k * p_stride + (first - b0) * tiles * kLanes;
             c.tile(p, tiles);
           }

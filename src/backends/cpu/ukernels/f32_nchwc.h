@@ -62,8 +62,13 @@ struct NchwcConvTile {
   float *y;                // output block 0 at the segment's first pixel; pixels 8 apart
   int64_t y_block_stride;  // floats between output blocks
   const float *residual;   // laid out like y, added when `last`; or nullptr
-  bool accumulate;         // y += the sums (a later slice of the input blocks)
-  bool last;               // the final slice: add the residual, then clamp to [lo, hi]
+  // The weights the next call reads (or nullptr): prefetched into L2 across this call's tiles, a
+  // few lines per input block. Weights come from memory once per model run; read first by the
+  // tile that needs them, they stall it.
+  const float *next_w = nullptr;
+  int64_t next_w_floats = 0;
+  bool accumulate;  // y += the sums (a later slice of the input blocks)
+  bool last;        // the final slice: add the residual, then clamp to [lo, hi]
   float lo, hi;
 };
 void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels);

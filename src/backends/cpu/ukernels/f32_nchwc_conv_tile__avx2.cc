@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "backends/cpu/ukernels/avx2_vectors.h"
+#include "backends/cpu/ukernels/nchwc_next_weights.h"
 
 namespace lumen::ukernels {
 namespace {
@@ -20,7 +21,7 @@ constexpr int kLanes = kNchwcBlock;
 // instantiation, so the blocked loop keeps its constant strides.
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
-                 const float *residual) {
+                 const float *residual, NextWeights next) {
   int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
   for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   __m256 acc[P][F];
@@ -35,10 +36,12 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
   // the weight loads into the multiply-adds, loading each weight P times.)
   const int64_t blocks = Plain ? 1 : p.in_blocks;
   constexpr int kChannels = Plain ? 1 : kLanes;
+  next.spread(p.taps * blocks);
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
     for (int64_t cb = 0; cb < blocks; ++cb) {
+      next.step();
       const float *xb = xt + cb * p.x_block_stride;
       for (int c = 0; c < kChannels; ++c, w += F * kLanes) {
         __m256 wv[F];
@@ -63,9 +66,10 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     }
 }
 
-// Whole tiles of P pixels, then the rest with smaller tiles.
+// Whole tiles of P pixels, then the rest with smaller tiles: pixels [done, done + pixels) of the
+// call's `all`.
 template <int F, int P, bool Plain>
-void run_pixels(const NchwcConvTile &p, int64_t pixels) {
+void run_pixels(const NchwcConvTile &p, int64_t pixels, int64_t done, int64_t all) {
   const float *x = p.x;
   const int64_t *offsets = p.pixel_offsets;
   float *y = p.y;
@@ -74,14 +78,14 @@ void run_pixels(const NchwcConvTile &p, int64_t pixels) {
   int64_t q = 0;
   for (; q + P <= pixels; q += P)
     tile<F, P, Plain>(p, tile_x(q), offsets ? offsets + q : nullptr, y + q * kLanes,
-                      residual ? residual + q * kLanes : nullptr);
+                      residual ? residual + q * kLanes : nullptr, NextWeights(p, done + q, P, all));
   if constexpr (P > 1) {
     if (q < pixels) {
       NchwcConvTile rest = p;
       rest.x = tile_x(q), rest.y = y + q * kLanes;
       rest.pixel_offsets = offsets ? offsets + q : nullptr;
       rest.residual = residual ? residual + q * kLanes : nullptr;
-      run_pixels<F, P - 1, Plain>(rest, pixels - q);
+      run_pixels<F, P - 1, Plain>(rest, pixels - q, done + q, all);
     }
   }
 }
@@ -90,11 +94,11 @@ template <bool Plain>
 void run_filters(const NchwcConvTile &p, int64_t pixels) {
   switch (p.filters) {
     case 3:
-      return run_pixels<3, 4, Plain>(p, pixels);
+      return run_pixels<3, 4, Plain>(p, pixels, 0, pixels);
     case 2:
-      return run_pixels<2, 6, Plain>(p, pixels);
+      return run_pixels<2, 6, Plain>(p, pixels, 0, pixels);
     default:
-      return run_pixels<1, 12, Plain>(p, pixels);
+      return run_pixels<1, 12, Plain>(p, pixels, 0, pixels);
   }
 }
 

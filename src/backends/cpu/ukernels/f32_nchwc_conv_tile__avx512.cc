@@ -9,6 +9,7 @@
 
 #if defined(__AVX512F__)
 #include "backends/cpu/ukernels/avx512_halves.h"
+#include "backends/cpu/ukernels/nchwc_next_weights.h"
 #include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
@@ -25,7 +26,7 @@ constexpr int64_t kWeightPrefetch = 4096;
 // Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks).
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
-                 const float *residual) {
+                 const float *residual, NextWeights next) {
   int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
   for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   constexpr int Z = F / 2;       // 16-lane accumulators per pixel
@@ -63,13 +64,16 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
       if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
     }
   };
+  next.spread(p.taps * (Plain ? 1 : p.in_blocks));
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
     if constexpr (Plain) {
+      next.step();
       channel(xt, w);
     } else {
       for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
+        next.step();
         const float *xb = xt + cb * p.x_block_stride;
 #pragma GCC unroll 8
         for (int c = 0; c < kLanes; ++c) channel(xb + c, w + c * F * kLanes);
@@ -104,17 +108,18 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
 // tile() takes them, for pixel 0.
 template <int F, int P, bool Plain>
 void run_pixels(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
-                const float *residual, int64_t pixels) {
+                const float *residual, int64_t pixels, int64_t done, int64_t all) {
   int64_t q = 0;
   const auto tile_x = [&](int64_t at) { return offsets ? x : x + at * p.x_pixel_stride; };
   const auto tile_offsets = [&](int64_t at) { return offsets ? offsets + at : nullptr; };
   for (; q + P <= pixels; q += P)
     tile<F, P, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
-                      residual ? residual + q * kLanes : nullptr);
+                      residual ? residual + q * kLanes : nullptr, NextWeights(p, done + q, P, all));
   if constexpr (P > 1) {
     if (q < pixels)
       run_pixels<F, P / 2, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
-                                  residual ? residual + q * kLanes : nullptr, pixels - q);
+                                  residual ? residual + q * kLanes : nullptr, pixels - q, done + q,
+                                  all);
   }
 }
 
@@ -123,21 +128,21 @@ void run_filters(const NchwcConvTile &p, int64_t pixels) {
   const float *residual = p.last ? p.residual : nullptr;
   switch (p.filters) {
     case 8:
-      return run_pixels<8, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<8, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 7:
-      return run_pixels<7, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<7, 6, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 6:
-      return run_pixels<6, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<6, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 5:
-      return run_pixels<5, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<5, 8, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 4:
-      return run_pixels<4, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<4, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 3:
-      return run_pixels<3, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<3, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     case 2:
-      return run_pixels<2, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<2, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
     default:
-      return run_pixels<1, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels);
+      return run_pixels<1, 12, Plain>(p, p.x, p.pixel_offsets, p.y, residual, pixels, 0, pixels);
   }
 }
 
