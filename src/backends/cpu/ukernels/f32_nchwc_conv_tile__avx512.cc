@@ -48,7 +48,7 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
       half[r] = p.accumulate ? _mm256_load_ps(y + 2 * Z * ys + r * kLanes) : init;
   }
   // One input channel: its weights for the F blocks, times each pixel's value.
-  const auto channel = [&](const float *xc, const float *w) LUMEN_VEC_INLINE {
+  const auto channel = [&](const float *const *xq, int c, const float *w) LUMEN_VEC_INLINE {
     __m512 wv[ZA];
     for (int z = 0; z < Z; ++z) wv[z] = _mm512_loadu_ps(w + z * 2 * kLanes);
     __m256 wh = _mm256_setzero_ps();
@@ -59,7 +59,7 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
                                                 kWeightPrefetch * sizeof(float)),
                  _MM_HINT_T0);
     for (int r = 0; r < P; ++r) {
-      const __m512 xv = _mm512_set1_ps(xc[at_pixel[r]]);
+      const __m512 xv = _mm512_set1_ps(xq[r][c]);
       for (int z = 0; z < Z; ++z) acc[r][z] = _mm512_fmadd_ps(xv, wv[z], acc[r][z]);
       if constexpr (H) half[r] = _mm256_fmadd_ps(_mm512_castps512_ps256(xv), wh, half[r]);
     }
@@ -68,15 +68,19 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
   for (int64_t t = 0; t < p.taps; ++t) {
     const float *w = p.w + t * p.w_tap_stride;
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
+    // Each pixel's input, where this tap's block starts: the channels are small displacements.
+    const float *xq[P];
     if constexpr (Plain) {
       next.step();
-      channel(xt, w);
+      for (int r = 0; r < P; ++r) xq[r] = xt + at_pixel[r];
+      channel(xq, 0, w);
     } else {
       for (int64_t cb = 0; cb < p.in_blocks; ++cb) {
         next.step();
         const float *xb = xt + cb * p.x_block_stride;
+        for (int r = 0; r < P; ++r) xq[r] = xb + at_pixel[r];
 #pragma GCC unroll 8
-        for (int c = 0; c < kLanes; ++c) channel(xb + c, w + c * F * kLanes);
+        for (int c = 0; c < kLanes; ++c) channel(xq, c, w + c * F * kLanes);
         w += kLanes * F * kLanes;
       }
     }
