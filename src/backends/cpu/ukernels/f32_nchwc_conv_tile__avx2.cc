@@ -42,12 +42,14 @@ inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets,
     const float *xt = p.tap_offsets ? x + p.tap_offsets[t] : x;
     for (int64_t cb = 0; cb < blocks; ++cb) {
       next.step();
-      const float *xb = xt + cb * p.x_block_stride;
+      // Each pixel's input where this block starts: the channels are small displacements.
+      const float *xb = xt + cb * p.x_block_stride, *xq[P];
+      for (int r = 0; r < P; ++r) xq[r] = xb + at_pixel[r];
       for (int c = 0; c < kChannels; ++c, w += F * kLanes) {
         __m256 wv[F];
         for (int f = 0; f < F; ++f) wv[f] = _mm256_load_ps(w + f * kLanes);
         for (int r = 0; r < P; ++r) {
-          const __m256 xv = _mm256_broadcast_ss(xb + c + at_pixel[r]);
+          const __m256 xv = _mm256_broadcast_ss(xq[r] + c);
           for (int f = 0; f < F; ++f) acc[r][f] = _mm256_fmadd_ps(xv, wv[f], acc[r][f]);
         }
       }
