@@ -6,9 +6,10 @@
 //   [C][F][8] per group; a work item is (image, run of output pixels, slice of the groups), walked
 //   in tiles of pixels, 16 input blocks per pass, reading the blocked input where it lies;
 // - grouped (groups of whole blocks, dense convs as one group, any kernel): the input copied
-//   zero-padded once, then per (image, group, filter group, band of rows) the tile sums every
-//   tap, its tiles spanning the band's rows; a chain's entry conv reads a plain NCHW input this
-//   way (one channel plane per step of the tile);
+//   zero-padded (by each thread, band by band, where the weights fit in L2), then per (image,
+//   group, filter group, band of rows) the tile sums every tap, its tiles spanning the band's
+//   rows; a chain's entry conv reads a plain NCHW input this way (one channel plane per step of
+//   the tile);
 // - Winograd (dense 3x3 stride 1, nchwc_winograd.h) where it measures faster than grouped;
 // - depthwise: per (image, channel block, band of rows), each output's taps one vector
 //   multiply-add each (AVX-512: two outputs per vector); a 1x1 depthwise conv is one affine pass.
@@ -18,6 +19,7 @@
 //
 // to_nchwc / from_nchwc: 8x8 transposes, one work item per (image, channel block).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -45,6 +47,9 @@ constexpr int64_t kPixelsPerItem = 252;  // 21 AVX2 tiles of 12 / F pixels
 constexpr int64_t kMinPixelsPerItem = 24;
 constexpr int64_t kItemsPerThread = 4;
 constexpr int64_t kBlocksPerSlice = 16;  // see run_pointwise
+// The most bytes of a conv group's weights for which the grouped loops copy the input band by
+// band (run_grouped): half an L2, where they stay while every filter group runs on a band.
+constexpr int64_t kBandCopyWeightBytes = 1 << 20;
 // Depthwise output bytes per work item.
 constexpr int64_t kBandBytes = 16 * 1024;
 
@@ -467,11 +472,16 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   });
 }
 
-// Grouped (and dense) convs, any kernel. The input is first copied zero-padded, whole, once
-// ([n][cb][rows][cols][8], the rows and columns every tap of every output reads), so no tap falls
-// outside it; then per work item (image, group, filter group, band of output rows) one conv-tile
-// call per output row sums all taps and input blocks. (A padded copy of each item's band, made per
-// filter group, copied the input once per group: at 512 channels, 10 MB per run on a 14x14 map.)
+// Grouped (and dense) convs, any kernel. Taps read a zero-padded copy of the input ([cb][rows]
+// [cols][8], the rows and columns every tap of every output reads), so none falls outside it; per
+// work item (image, group, filter group, band of output rows) one conv-tile call per input pass
+// sums all taps, its tiles spanning the band's rows.
+// Where a conv group's weights fit in L2 (kBandCopyWeightBytes), each thread copies the rows of
+// its items' band itself, once, and runs every filter group on them while they are in its caches:
+// copied whole by all threads, half of every tile's scattered reads missed into the other core's
+// cache (3x3 stride-2 128 -> 128 on 56x56 maps, 2 threads: 0.82x the time with band copies; 7x7
+// 512 -> 512 by direct taps, whose weights do not fit, 1.03x). Larger weights are read once per
+// run instead: the input is copied whole, once, and items go filter group by filter group.
 void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packed,
                  const ConvRun &r) {
   const float *x = r.x, *bias = r.bias, *residual = r.residual;
@@ -482,54 +492,89 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   // A plain input is padded plane by plane: "pixels" of one float, planes of one channel.
   const int64_t lanes = g.plain_c ? 1 : kBlock, planes = g.plain_c ? g.plain_c : g.cb;
   const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * lanes;
-  const int64_t padded_plane = rows * cols * lanes;
+  const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
+  const int64_t bands = ceil_div(g.oh, band);
+  const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
+  const bool band_copies =
+      !g.plain_c && g.mgb * kBlock * cg * taps * int64_t(sizeof(float)) <= kBandCopyWeightBytes;
+  // The padded rows one plane of the copy holds: a band's, or all.
+  const int64_t copy_rows =
+      band_copies ? std::min(rows, (band - 1) * g.sh + (g.kh - 1) * g.dh + 1) : rows;
+  const int64_t copy_plane = copy_rows * cols * lanes;
+  // Padded row `row` of input plane `src` into d.
+  const auto pad_row = [&](const float *src, int64_t row, float *d) {
+    const int64_t ir = row - g.pt;
+    if (ir < 0 || ir >= g.h) {
+      std::fill(d, d + cols * lanes, 0.0f);
+      return;
+    }
+    const int64_t c0 = std::min(g.pl, cols), c1 = std::clamp(g.pl + g.w, c0, cols);
+    std::fill(d, d + c0 * lanes, 0.0f);
+    std::copy_n(src + (ir * g.w + c0 - g.pl) * lanes, (c1 - c0) * lanes, d + c0 * lanes);
+    std::fill(d + c1 * lanes, d + cols * lanes, 0.0f);
+  };
   // The calling thread's buffer, read by every worker while parallel_for runs.
   thread_local AlignedFloats padded;
-  padded.resize(static_cast<size_t>(checked_mul(g.n * planes, padded_plane)));
-  float *pad = padded.data();
-  pool.parallel_for(g.n * planes * rows, std::max<int64_t>(1, 4096 / (cols * lanes)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t item = begin; item < end; ++item) {
-                        const int64_t plane = item / rows, row = item % rows;
-                        const int64_t ir = row - g.pt;
-                        float *d = pad + plane * padded_plane + row * cols * lanes;
-                        if (ir < 0 || ir >= g.h) {
-                          std::fill(d, d + cols * lanes, 0.0f);
-                          continue;
-                        }
-                        const int64_t c0 = std::min(g.pl, cols);
-                        const int64_t c1 = std::clamp(g.pl + g.w, c0, cols);
-                        std::fill(d, d + c0 * lanes, 0.0f);
-                        std::copy_n(x + plane * in_plane + (ir * g.w + c0 - g.pl) * lanes,
-                                    (c1 - c0) * lanes, d + c0 * lanes);
-                        std::fill(d + c1 * lanes, d + cols * lanes, 0.0f);
-                      }
-                    });
+  float *whole = nullptr;  // the caller's copy: `padded` names each worker's own
+  if (!band_copies) {
+    padded.resize(static_cast<size_t>(checked_mul(g.n * planes, copy_plane)));
+    whole = padded.data();
+    pool.parallel_for(g.n * planes * rows, std::max<int64_t>(1, 4096 / (cols * lanes)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t item = begin; item < end; ++item)
+                          pad_row(x + item / rows * in_plane, item % rows,
+                                  whole + item / rows * copy_plane + item % rows * cols * lanes);
+                      });
+  }
+  // Each thread's band copy, reused by its next items while they read the same band of this run.
+  struct BandCopy {
+    uint64_t run = 0;
+    int64_t image_group = -1, band = -1;
+    AlignedFloats data;
+  };
+  thread_local BandCopy copy;
+  static std::atomic<uint64_t> runs{0};
+  const uint64_t run = ++runs;
   // From the first tap, in the padded copy; a plain input's "taps" are (tap, channel) pairs, all
   // its channels in one pass.
   std::vector<int64_t> tap_offsets;
   for (int64_t a = 0; a < g.kh; ++a)
     for (int64_t b = 0; b < g.kw; ++b)
       for (int64_t k = 0; k < (g.plain_c ? cg : 1); ++k)
-        tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes + k * padded_plane);
+        tap_offsets.push_back((a * g.dh * cols + b * g.dw) * lanes + k * copy_plane);
   const int64_t passes = g.plain_c ? 1 : ceil_div(g.cgb, kInBlocksPerPass);
-  const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
-  const int64_t bands = ceil_div(g.oh, band);
   // A band is one call per input pass, its tiles spanning output rows (whole tiles of 8 pixels
   // on a 7x7 map, not a tile of 4, 2 and 1 per row).
   const std::vector<int64_t> offsets = pixel_offsets(band, g.ow, g.sh * cols, g.sw, lanes);
-  const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
   const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t i0 = item % bands * band, i1 = std::min(g.oh, i0 + band);
-      const int64_t fg = item / bands % fgroups, gg = item / (bands * fgroups) % g.group;
-      const int64_t n = item / (bands * fgroups * g.group);
+      // Band copies: items band by band, each band's filter groups in a row; else the reverse.
+      const int64_t b = band_copies ? item / fgroups % bands : item % bands;
+      const int64_t fg = band_copies ? item % fgroups : item / bands % fgroups;
+      const int64_t image_group = item / (bands * fgroups);  // n * group + gg
+      const int64_t n = image_group / g.group, gg = image_group % g.group;
+      const int64_t i0 = b * band, i1 = std::min(g.oh, i0 + band);
       const int64_t first = packed.groups[fg], filters = packed.groups[fg + 1] - first;
-      const float *group_input = pad + (n * planes + gg * g.cgb * kBlock / lanes) * padded_plane;
+      const float *group_input;
+      if (band_copies) {
+        if (copy.run != run || copy.image_group != image_group || copy.band != b) {
+          copy.data.resize(static_cast<size_t>(g.cgb * copy_plane));
+          const int64_t row0 = i0 * g.sh, count = std::min(copy_rows, rows - row0);
+          for (int64_t k = 0; k < g.cgb; ++k)
+            for (int64_t row = 0; row < count; ++row)
+              pad_row(x + (n * g.cb + gg * g.cgb + k) * in_plane, row0 + row,
+                      copy.data.data() + k * copy_plane + row * cols * kBlock);
+          copy.run = run, copy.image_group = image_group, copy.band = b;
+        }
+        group_input = copy.data.data();
+      } else {
+        group_input = whole + (n * planes + gg * g.cgb * kBlock / lanes) * copy_plane +
+                      i0 * g.sh * cols * lanes;
+      }
       const int64_t out_block = n * g.mb + gg * g.mgb + first;
       ukernels::NchwcConvTile p{};
-      p.x_block_stride = padded_plane * kBlock / lanes;
+      p.x_block_stride = copy_plane * kBlock / lanes;
       p.pixel_offsets = offsets.data();
       p.taps = static_cast<int64_t>(tap_offsets.size());
       p.tap_offsets = tap_offsets.data();
@@ -538,21 +583,22 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       p.y_block_stride = out_plane;
       p.lo = r.lo, p.hi = r.hi;
       const float *w = packed.data.data() + (gg * g.mgb + first) * kBlock * cg * taps;
-      const bool last_band = i1 == g.oh;
+      // Whether the next item (on this thread, usually) starts with the weights after these: the
+      // next filter group's.
+      const bool next_group = band_copies ? fg + 1 < fgroups : i1 == g.oh;
       for (int64_t pass = 0; pass < passes; ++pass) {
         const int64_t k0 = pass * kInBlocksPerPass;
         p.in_blocks = g.plain_c ? 0 : std::min(kInBlocksPerPass, g.cgb - k0);
         const int64_t channels = g.plain_c ? 1 : p.in_blocks * kBlock;
         p.w = w + k0 * kBlock * taps * filters * kBlock;
         p.w_tap_stride = channels * filters * kBlock;
-        // The weights that follow: this item's next pass, or the next filter group's first
-        // (the next item's, where this band is its last: the next item takes the next band).
-        const bool next = pass + 1 < passes || last_band;
+        // The weights that follow: this item's next pass, or the next filter group's first.
+        const bool next = pass + 1 < passes || next_group;
         p.next_w = next ? p.w + p.taps * p.w_tap_stride : nullptr;
         p.next_w_floats = next ? p.taps * p.w_tap_stride : 0;
         p.accumulate = pass > 0;
         p.last = pass + 1 == passes;
-        p.x = group_input + k0 * p.x_block_stride + i0 * g.sh * cols * lanes;
+        p.x = group_input + k0 * p.x_block_stride;
         const int64_t at = out_block * out_plane + i0 * g.ow * kBlock;
         p.y = y + at;
         p.residual = residual ? residual + at : nullptr;
