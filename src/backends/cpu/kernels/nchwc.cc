@@ -346,10 +346,18 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   // tiles of 8 pixels, not rows of 7): each pixel's input, from the run's first.
   const std::vector<int64_t> offsets =
       flat ? std::vector<int64_t>{} : pixel_offsets(rows_per_item, g.ow, g.sh * g.w, g.sw, kBlock);
+  // Items come run by run, a thread's consecutive items sharing their input; slice by slice where
+  // the weights outweigh the input (more output channels than output pixels), so that each thread
+  // reads a share of the weights, which come from memory once per run, rather than all of them
+  // (in-process A/B, 2 threads: ResNet-50 0.992x the time, MobileNetV2 0.989, Inception-v2 0.994,
+  // SqueezeNet 0.991, DenseNet-121 0.999; 1x1 1024 <-> 256 convs on 14x14 0.946).
+  const bool slice_major = g.mb * kBlock > out_pixels;
   const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * runs * slices, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (runs * slices), run = item / slices % runs, slice = item % slices;
+      const int64_t n = item / (runs * slices);
+      const int64_t run = slice_major ? item % runs : item / slices % runs;
+      const int64_t slice = slice_major ? item / runs % slices : item % slices;
       const int64_t g0 = groups * slice / slices, g1 = groups * (slice + 1) / slices;
       const int64_t q0 = flat ? run * per_item : run * rows_per_item * g.ow;
       const int64_t q1 = flat ? std::min(out_pixels, q0 + per_item)
@@ -379,11 +387,14 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
           const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
           p.filters = static_cast<int>(filters);
           p.w = weights(k0, gi);
-          // Next: this pass's next group, the next pass's first, or the next item's (the next
-          // slice of this run) first.
+          // Next: this pass's next group, the next pass's first, or the next item's first (this
+          // slice's again for the next run, slice by slice; else the next slice's).
           int64_t next_k0 = k0, next_gi = gi + 1;
           if (next_gi == g1) next_k0 += kInBlocksPerPass, next_gi = g0;
-          if (next_k0 >= g.cb) next_k0 = 0, next_gi = slice + 1 < slices ? g1 : groups;
+          if (next_k0 >= g.cb) {
+            next_k0 = 0;
+            next_gi = slice_major && run + 1 < runs ? g0 : slice + 1 < slices ? g1 : groups;
+          }
           p.next_w = next_gi < groups ? weights(next_k0, next_gi) : nullptr;
           p.next_w_floats = next_gi < groups ? weight_floats(next_k0, next_gi) : 0;
           p.bias = bias ? bias + first * kBlock : nullptr;
