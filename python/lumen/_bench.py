@@ -93,6 +93,7 @@ class OutputCheck:
     ok: bool
     problem: str = ""  # a shape/dtype mismatch, NaNs in one engine only
     lumen_name: str = ""  # set when Lumen names this output differently (paired by position)
+    tied_rows: int = 0  # rows that agree in another order, among tied scores (match_tied_rows)
 
 
 @dataclass
@@ -278,16 +279,79 @@ def count_gflop(proto, input_shapes=None):
 
 # --- Output agreement ------------------------------------------------------------------------
 
+def _close(got, want, rtol, atol):
+    """Elementwise agreement as compare_outputs defines it (scale: max |want|, 1 if zero)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if want.dtype.kind not in "fc":
+        return got == want
+    got64, want64 = got.astype(np.float64), want.astype(np.float64)
+    finite = np.isfinite(want64)
+    scale = float(np.abs(want64[finite]).max()) if finite.any() else 0.0
+    scale = scale if scale > 0 else 1.0
+    return (np.abs(got64 - want64) <= atol * scale + rtol * np.abs(want64)) | (
+        np.isnan(got64) & np.isnan(want64)) | (got64 == want64)
+
+
+def match_tied_rows(lumen_outputs, ref_outputs, rtol=RTOL, atol=ATOL):
+    """Lumen's outputs with rows reordered where they differ from the reference only in the order
+    of rows whose scores tie, how many rows moved, and the indices of the outputs reordered.
+
+    A detector sorts its detections by score; two whose scores agree within the tolerance (a few
+    ulps apart, from a different summation order) come in whichever order the last rounding gives,
+    and every output with that row axis (boxes, labels, scores) follows. The scores are a 1-D
+    float output of the reference sorted in descending order; rows tie when each is within the
+    tolerance of the next. Within each run of tied rows, every reference row must find its own
+    Lumen row that agrees on every output sharing the row axis; otherwise nothing moves (and the
+    comparison reports the difference)."""
+    ref = [np.asarray(o) for o in ref_outputs]
+    got = [np.asarray(o) for o in lumen_outputs]
+    unchanged = list(lumen_outputs), 0, []
+    if len(got) != len(ref):
+        return unchanged
+    scores = next((r for r in ref if r.ndim == 1 and r.dtype.kind == "f" and r.size > 1
+                   and np.all(np.diff(r.astype(np.float64)) <= 0)), None)
+    if scores is None:
+        return unchanged
+    n = scores.shape[0]
+    rows = [i for i, (g, r) in enumerate(zip(got, ref))
+            if r.ndim >= 1 and r.shape[0] == n and g.shape == r.shape]
+    ties = _close(scores[1:], scores[:-1], rtol, atol)  # row i ties with row i + 1
+    order = np.arange(n)
+    moved = 0
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and ties[end - 1]:
+            end += 1
+        if end - start > 1:
+            free = list(range(start, end))
+            for want_row in range(start, end):
+                match = next((g for g in free if all(
+                    np.all(_close(got[i][g], ref[i][want_row], rtol, atol)) for i in rows)), None)
+                if match is None:
+                    return unchanged
+                free.remove(match)
+                order[want_row] = match
+                moved += int(match != want_row)
+        start = end
+    if not moved:
+        return unchanged
+    return [g[order] if i in rows else g for i, g in enumerate(got)], moved, rows
+
+
 def compare_outputs(names, lumen_outputs, ort_outputs, rtol=RTOL, atol=ATOL):
     """OutputChecks of Lumen's outputs against onnxruntime's (the reference).
 
     Floats agree when |l - o| <= atol * scale + rtol * |o| everywhere, scale being max |o| (1 for
-    an all-zero output), and NaNs sit at the same places; other dtypes must be equal."""
+    an all-zero output), and NaNs sit at the same places; other dtypes must be equal. Rows that
+    agree in another order among tied scores (match_tied_rows) agree, and their count is kept."""
+    lumen_outputs, tied, reordered = match_tied_rows(lumen_outputs, ort_outputs, rtol, atol)
     checks = []
-    for name, got, want in zip(names, lumen_outputs, ort_outputs):
+    for index, (name, got, want) in enumerate(zip(names, lumen_outputs, ort_outputs)):
         got, want = np.asarray(got), np.asarray(want)
         check = OutputCheck(name=name, shape=list(want.shape), dtype=str(want.dtype),
-                            max_abs=0.0, max_rel=0.0, ok=True)
+                            max_abs=0.0, max_rel=0.0, ok=True,
+                            tied_rows=tied if index in reordered else 0)
         checks.append(check)
         if got.shape != want.shape:
             check.ok, check.problem = False, f"shape {list(got.shape)} vs {list(want.shape)}"
@@ -862,7 +926,9 @@ def format_result(r):
         for c in checks:
             lines.append(f"  {c.name:24s} {c.dtype}{c.shape}  max abs {c.max_abs:.3g}, max rel "
                          f"{c.max_rel:.3g}  {'ok' if c.ok else 'FAIL: ' + c.problem}"
-                         + (f"  (lumen names it {c.lumen_name})" if c.lumen_name else ""))
+                         + (f"  (lumen names it {c.lumen_name})" if c.lumen_name else "")
+                         + (f"  ({c.tied_rows} rows with tied scores in another order)"
+                            if c.tied_rows else ""))
     return "\n".join(lines) + "\n"
 
 

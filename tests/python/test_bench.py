@@ -166,6 +166,31 @@ def test_compare_outputs_tolerance():
     assert not _bench.compare_outputs(["i"], [ints + [0, 0, 0, 1]], [ints])[0].ok
 
 
+def test_compare_outputs_tied_detections():
+    """Detections whose scores tie within the tolerance may come in another order (every output
+    with their row axis follows); rows whose scores do not tie, or that differ, may not."""
+    boxes = np.array([[0, 0, 4, 4], [1, 1, 5, 5], [2, 2, 6, 6], [3, 3, 7, 7]], np.float32)
+    labels = np.array([3, 8, 70, 1])
+    scores = np.array([0.9, 0.014854078, 0.014854078, 0.01], np.float32)
+    ref = [boxes, labels, scores]
+    order = np.array([0, 2, 1, 3])
+    got = [boxes[order], labels[order], scores[order] + np.array([0, 3e-9, 0, 0], np.float32)]
+    checks = _bench.compare_outputs(["boxes", "labels", "scores"], got, ref)
+    assert all(c.ok for c in checks) and [c.tied_rows for c in checks] == [2, 2, 2]
+    # Rows 0 and 1 do not tie (0.9 against 0.0149): swapped, they differ.
+    order = np.array([1, 0, 2, 3])
+    checks = _bench.compare_outputs(["boxes", "labels", "scores"],
+                                    [boxes[order], labels[order], scores[order]], ref)
+    assert not checks[0].ok and not checks[1].ok and not checks[2].ok
+    # Tied rows in another order whose boxes differ as well: a real difference.
+    order = np.array([0, 2, 1, 3])
+    wrong = boxes[order].copy()
+    wrong[1, 0] += 1
+    checks = _bench.compare_outputs(["boxes", "labels", "scores"],
+                                    [wrong, labels[order], scores[order]], ref)
+    assert not checks[0].ok and not checks[1].ok and all(c.tied_rows == 0 for c in checks)
+
+
 def _model(nodes, inputs, outputs, inits=()):
     graph = helper.make_graph(nodes, "g", inputs, outputs,
                               [numpy_helper.from_array(v, k) for k, v in inits])
