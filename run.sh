@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lumen's one entry point. Installs what is missing, builds, and runs.
 #   ./run.sh demo    set up, build, run the quickstarts and the main job (ResNet-50 from ONNX)
-#   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest)
+#   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest; the C++
+#                    tests again built with clang)
 #   ./run.sh build   set up and build only
 #   ./run.sh         same as `./run.sh test`
 set -euo pipefail
@@ -19,6 +20,7 @@ ensure_system_packages() {
   local missing=()
   command -v cmake >/dev/null || missing+=(cmake)
   command -v c++ >/dev/null || missing+=(g++)
+  command -v clang++ >/dev/null || missing+=(clang)  # the second compiler ./run.sh test builds with
   command -v ninja >/dev/null || missing+=(ninja-build)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v python3 >/dev/null || missing+=(python3)
@@ -82,6 +84,20 @@ install_cli() {
   fi
 }
 
+# The C++ code must build with clang as well as GCC, warning-free (-Werror), and the C++ tests
+# pass with it: a second build tree of the library and its tests only.
+clang_build_and_test() {
+  local dir=$BUILD_DIR-clang
+  log "clang build of the library and C++ tests (-Werror) in $dir"
+  mkdir -p "$dir"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$PY" -DLUMEN_BUILD_PYTHON=OFF -DLUMEN_BUILD_EXAMPLES=OFF \
+    -DLUMEN_WERROR=ON >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
+  cmake --build "$dir" --parallel --target lumen_tests
+  log "C++ tests, clang build"
+  LUMEN_CACHE_DIR="$dir/kernel_choices" "$dir/tests/lumen_tests" --gtest_brief=1
+}
+
 run_tests() {
   # Kernel choices measured by the tests' compiles stay in the build tree (kernel_choice.h).
   export LUMEN_CACHE_DIR="$BUILD_DIR/kernel_choices"
@@ -110,7 +126,7 @@ run_demo() {
 
 case "${1:-test}" in
   build) build ;;
-  test) build && run_tests ;;
+  test) build && run_tests && clang_build_and_test ;;
   demo) build && run_demo ;;
   *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;
 esac

@@ -239,7 +239,9 @@ TEST(GemmOp, Errors) {
       {{Tensor::zeros({2, 3}), Tensor::zeros({3, 5}), Tensor::zeros({5, 2})}, {}},
       {{Tensor::zeros({2, 3}), Tensor::zeros({3, 5}), Tensor::zeros({1, 2, 5})}, {}},
   };
-  for (const auto &[inputs, attrs] : cases) {
+  for (const auto &c : cases) {
+    const auto &inputs = c.first;
+    const auto &attrs = c.second;
     EXPECT_THROW(call_op("gemm", inputs, attrs), Error);
     const std::string msg = error_of([&] { call_op("gemm", inputs, attrs); });
     EXPECT_NE(msg.find("gemm"), std::string::npos) << msg;

@@ -232,7 +232,7 @@ TEST(NormalizationTest, Errors) {
   expect_error([&] { call_op("batch_norm", bn_inputs(random_tensor({3}, 4), p)); },
                {"batch_norm", "rank >= 2", "[3]"});
   // Missing inputs, wrong dtypes.
-  expect_error([&] { call_op("batch_norm", {x, p[0], p[1], p[2]}); }, {"batch_norm"});
+  expect_error([&] { call_op("batch_norm", {x, p[0], p[1], p[2]}); }, "batch_norm");
   expect_error(
       [&] {
         call_op("batch_norm", bn_inputs(x, {p[0], p[1], p[2], Tensor::zeros({3}, DType::Float64)}));

@@ -82,8 +82,7 @@ Axis axis(const Attributes &attrs, size_t i, int64_t kernel) {
 class PhasePlanes {
  public:
   PhasePlanes(ThreadPool &pool, const ConvParams &p, const float *x, float *data)
-      : p_(p),
-        rows_(p.oh + (p.kh - 1) * p.dh / p.sh),
+      : rows_(p.oh + (p.kh - 1) * p.dh / p.sh),
         cols_(p.ow + (p.kw - 1) * p.dw / p.sw),
         data_(data) {
     // Each tap's offset from its output's position, once: divisions per tap cost more than the
@@ -132,7 +131,6 @@ class PhasePlanes {
   }
 
  private:
-  ConvParams p_;
   int64_t rows_, cols_;
   float *data_;
   std::vector<int64_t> tap_offsets_;
@@ -325,7 +323,9 @@ void fused_conv_max_pool(KernelContext &ctx) {
       int64_t have0 = 0, have1 = 0;  // t rows [have0, have1) are in tb
       for (int64_t r0 = s0; r0 < s1; r0 += rows) {
         const int64_t r1 = std::min(s1, r0 + rows);
-        const auto [t0, t1] = pool_rows.reads(r0, r1, th);
+        // Not a structured binding: the lambda below captures t0 (clang before 16 refuses that).
+        const std::pair<int64_t, int64_t> reads = pool_rows.reads(r0, r1, th);
+        const int64_t t0 = reads.first, t1 = reads.second;
         if (t0 >= t1)
           ctx.fail("output rows [", r0, ", ", r1, ") read no rows of the conv's output");
         // Keep the rows of the last band that this one reads (they start it: t0 only grows);

@@ -10,8 +10,10 @@
 // GCC 12's insert, extract, cast, min and max intrinsics start from _mm512_undefined_ps(), which
 // its -W(maybe-)uninitialized reports wherever they inline; every lane is written. (For the rest
 // of the including file.)
+#if !defined(__clang__)  // GCC's warning; clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace lumen::ukernels {
 

@@ -10,7 +10,9 @@
 
 // GCC 12's unpack and shuffle intrinsics start from _mm512_undefined_ps(), which its
 // -Wmaybe-uninitialized reports wherever they inline; every lane is written.
+#if !defined(__clang__)  // GCC's warning; clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace lumen::ukernels {
 namespace {
