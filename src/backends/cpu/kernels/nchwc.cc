@@ -543,7 +543,6 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
     int64_t image_group = -1, band = -1;
     AlignedFloats data;
   };
-  thread_local BandCopy copy;
   static std::atomic<uint64_t> runs{0};
   const uint64_t run = ++runs;
   // From the first tap, in the padded copy; a plain input's "taps" are (tap, channel) pairs, all
@@ -559,6 +558,9 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   const std::vector<int64_t> offsets = pixel_offsets(band, g.ow, g.sh * cols, g.sw, lanes);
   const auto kernel = tile_kernel().run;
   pool.parallel_for(g.n * g.group * fgroups * bands, 1, [&](int64_t begin, int64_t end) {
+    // Declared here, where each worker passes: a thread_local declared outside the loop body is
+    // never constructed (nor destroyed) on the workers that use it.
+    thread_local BandCopy copy;
     for (int64_t item = begin; item < end; ++item) {
       // Band copies: items band by band, each band's filter groups in a row; else the reverse.
       const int64_t b = band_copies ? item / fgroups % bands : item % bands;
