@@ -2,7 +2,7 @@
 # Lumen's one entry point. Installs what is missing, builds, and runs.
 #   ./run.sh demo    set up, build, run the quickstarts and the main job (ResNet-50 from ONNX)
 #   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest; the C++
-#                    tests again built with clang under ASan + UBSan)
+#                    tests again built with clang under ASan + UBSan, and under TSan)
 #   ./run.sh build   set up and build only
 #   ./run.sh         same as `./run.sh test`
 set -euo pipefail
@@ -85,21 +85,23 @@ install_cli() {
 }
 
 # The C++ tests again, built with clang (the code must build with it as well as with GCC,
-# warning-free: -Werror) under AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer,
-# any report failing the run: a second build tree of the library and its tests only.
+# warning-free: -Werror) under sanitizers, any report failing the run: one build tree of the
+# library and its tests per set, $1 = address,undefined (leaks included) or thread (the thread
+# pool and the concurrent-run tests among them).
 sanitized_clang_tests() {
-  local dir=$BUILD_DIR-clang-sanitize
-  log "clang build of the library and C++ tests with ASan + UBSan and -Werror in $dir"
+  local sanitizers=$1 dir=$BUILD_DIR-clang-${1//,/-}
+  log "clang build of the library and C++ tests with -fsanitize=$sanitizers and -Werror in $dir"
   mkdir -p "$dir"
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-    -DLUMEN_SANITIZE=address,undefined -DLUMEN_WERROR=ON \
+    -DLUMEN_SANITIZE="$sanitizers" -DLUMEN_WERROR=ON \
     -DPython_EXECUTABLE="$PY" -DLUMEN_BUILD_PYTHON=OFF -DLUMEN_BUILD_EXAMPLES=OFF \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" --parallel --target lumen_tests
-  log "C++ tests, clang build with ASan + UBSan"
+  log "C++ tests, clang build with -fsanitize=$sanitizers"
   LUMEN_CACHE_DIR="$dir/kernel_choices" ASAN_OPTIONS=detect_leaks=1 \
-    UBSAN_OPTIONS=print_stacktrace=1 "$dir/tests/lumen_tests" --gtest_brief=1
+    UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
+    "$dir/tests/lumen_tests" --gtest_brief=1
 }
 
 run_tests() {
@@ -130,7 +132,7 @@ run_demo() {
 
 case "${1:-test}" in
   build) build ;;
-  test) build && run_tests && sanitized_clang_tests ;;
+  test) build && run_tests && sanitized_clang_tests address,undefined && sanitized_clang_tests thread ;;
   demo) build && run_demo ;;
   *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;
 esac
