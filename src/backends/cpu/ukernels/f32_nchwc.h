@@ -9,21 +9,20 @@
 
 namespace lumen::ukernels {
 
-// Whether this CPU runs the AVX2 / AVX-512 kernels below. They are built on x86-64 with GCC or
-// Clang only; elsewhere their callers link stand-ins that these keep from running.
-inline bool nchwc_avx2() {
+// Whether this CPU runs the kernels below built for `isa`. They are built on x86-64 with GCC or
+// Clang only; elsewhere their callers link stand-ins that this keeps from running.
+inline bool nchwc_runs(vec::Isa isa) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  return vec::cpu_isa() >= vec::Isa::Avx2;
+  return vec::cpu_isa() >= isa;
 #else
-  return false;
+  return (void)isa, false;
 #endif
 }
+inline bool nchwc_avx2() {
+  return nchwc_runs(vec::Isa::Avx2);
+}
 inline bool nchwc_avx512() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return vec::cpu_isa() >= vec::Isa::Avx512;
-#else
-  return false;
-#endif
+  return nchwc_runs(vec::Isa::Avx512);
 }
 
 inline constexpr int kNchwcBlock = 8;

@@ -22,7 +22,7 @@ struct NextWeights {
   NextWeights(const NchwcConvTile &p, int64_t done, int64_t n, int64_t all) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(p.next_w);
     const int64_t bytes = p.next_w ? p.next_w_floats * int64_t(sizeof(float)) : 0;
-    line = at + uintptr_t(bytes * done / all) / 64 * 64;
+    line = (at + uintptr_t(bytes * done / all)) & ~uintptr_t{63};  // the line holding the start
     end = at + uintptr_t(bytes * (done + n) / all);
   }
   // Spreads the share over a tile of `steps` steps.
