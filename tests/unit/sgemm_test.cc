@@ -200,9 +200,9 @@ TEST(Sgemm, StreamingStoresWriteWhatPlainStoresWrite) {
         std::fill(std::begin(plain), std::end(plain), NAN);
         std::fill(std::begin(streamed), std::end(streamed), NAN);
         kernel->run(k, a, b, plain + offset, ldc, kernel->mr, kernel->nr,
-                    ukernels::TileStore::kOverwrite, e, nullptr);
+                    ukernels::TileStore::kOverwrite, e, nullptr, {});
         kernel->run(k, a, b, streamed + offset, ldc, kernel->mr, kernel->nr,
-                    ukernels::TileStore::kStream, e, nullptr);
+                    ukernels::TileStore::kStream, e, nullptr, {});
         for (size_t i = 0; i < 4096; ++i)
           ASSERT_TRUE(plain[i] == streamed[i] || (std::isnan(plain[i]) && std::isnan(streamed[i])))
               << "offset " << offset << " epilogue " << (e != nullptr) << " at " << i;

@@ -16,7 +16,7 @@ struct F32GemmMicrokernel {
   int edge_cols;          // a tile's last columns cost this many lanes each, rounded up
   void (*run)(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
               ukernels::TileStore store, const ukernels::TileEpilogue *epilogue,
-              const ukernels::GridColumns *grid);
+              const ukernels::GridColumns *grid, ukernels::L2PrefetchShare next);
   vec::Isa isa;  // the instruction set it needs
   bool supported() const { return isa <= vec::hardware_isa(); }
 };

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "backends/cpu/ukernels/l2_prefetch_share.h"
+
 namespace lumen::ukernels {
 
 enum class TileStore : unsigned char {
@@ -95,12 +97,12 @@ inline void store_tile(const float *tile, int64_t tile_ld, float *c, int64_t ldc
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, TileStore store, const TileEpilogue *epilogue,
-                            const GridColumns *grid);
+                            const GridColumns *grid, L2PrefetchShare next);
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                          int n, TileStore store, const TileEpilogue *epilogue,
-                         const GridColumns *grid);
+                         const GridColumns *grid, L2PrefetchShare next);
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, TileStore store, const TileEpilogue *epilogue,
-                            const GridColumns *grid);
+                            const GridColumns *grid, L2PrefetchShare next);
 
 }  // namespace lumen::ukernels

@@ -88,7 +88,8 @@ const TileGridRuns &tile_grid_runs(const GridColumns &g, int n) {
 // left) and for row counts that are not multiples of 12 (a 64-channel conv ends on 4 rows).
 template <int kRows, int kVectors>
 void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid) {
+          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid,
+          L2PrefetchShare next) {
   const bool accumulate = store == TileStore::kAccumulate;
   // Streaming stores for whole vectors of line-aligned rows (see TileStore).
   const bool stream = store == TileStore::kStream && !grid &&
@@ -116,7 +117,9 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  next.spread(k);
   for (int64_t p = 0; p < k; ++p, a += kPanelRows, b += 32) {
+    next.step();
     _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchFloats), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(b + 32 * kBPrefetchSteps), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(b + 32 * kBPrefetchSteps + 16), _MM_HINT_T0);
@@ -188,15 +191,16 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 }  // namespace
 
 void f32_gemm_12x32__avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                            int n, TileStore store, const TileEpilogue *e, const GridColumns *g) {
+                            int n, TileStore store, const TileEpilogue *e, const GridColumns *g,
+                            L2PrefetchShare next) {
   if (n <= 16) {
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g);
-    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, store, e, g);
-    return tile<12, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
+    if (m <= 8) return tile<8, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
+    return tile<12, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
   }
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g);
-  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, store, e, g);
-  tile<12, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
+  if (m <= 8) return tile<8, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
+  tile<12, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
 }
 
 }  // namespace lumen::ukernels

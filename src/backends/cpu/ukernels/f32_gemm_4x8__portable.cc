@@ -12,10 +12,12 @@ using f32x4 = float __attribute__((vector_size(16)));
 
 void f32_gemm_4x8__portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
                             int n, TileStore store, const TileEpilogue *epilogue,
-                            const GridColumns *grid) {
+                            const GridColumns *grid, L2PrefetchShare next) {
   constexpr int kMr = 4, kNr = 8;
   f32x4 acc[kMr][2] = {};
+  next.spread(k);
   for (int64_t p = 0; p < k; ++p, a += kMr, b += kNr) {
+    next.step();
     f32x4 b0, b1;
     std::memcpy(&b0, b, sizeof(b0));
     std::memcpy(&b1, b + 4, sizeof(b1));

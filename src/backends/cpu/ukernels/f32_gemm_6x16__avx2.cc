@@ -157,7 +157,8 @@ inline void full_tile_steps(int64_t k, const float *&a, const float *&b, __m256 
 // compute only what they need (a 64-channel conv ends on 4 rows, a 7x7 map on 1 column).
 template <int kRows, int kVectors>
 void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m, int n,
-          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid) {
+          TileStore store, const TileEpilogue *epilogue, const GridColumns *grid,
+          L2PrefetchShare next) {
   const bool accumulate = store == TileStore::kAccumulate;
   // Whole vectors (most tiles) are plain loads and stores; partial tiles and grid columns go by
   // their lanes (building those cost as much as a 27-deep k loop).
@@ -188,10 +189,21 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm256_setzero_ps();
   if constexpr (kRows == 6 && kVectors == 2) {
+    // The assembly loop runs in chunks, the next share prefetched between them.
+    constexpr int64_t kChunk = 32;
+    next.spread(k / kChunk + 1);
+    for (; k >= kChunk; k -= kChunk) {
+      next.step();
+      full_tile_steps(kChunk, a, b, acc);
+    }
+    next.step();
     full_tile_steps(k, a, b, acc);
     k &= 1;
+  } else {
+    next.spread(k);
   }
   for (int64_t p = 0; p < k; ++p, a += kPanelRows, b += kPanelCols) {
+    next.step();
     __m256 bv[kVectors];
     for (int v = 0; v < kVectors; ++v) bv[v] = _mm256_load_ps(b + kLanes * v);
 #pragma GCC unroll 6
@@ -252,15 +264,16 @@ void tile(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int 
 }  // namespace
 
 void f32_gemm_6x16__avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int m,
-                         int n, TileStore store, const TileEpilogue *e, const GridColumns *g) {
+                         int n, TileStore store, const TileEpilogue *e, const GridColumns *g,
+                         L2PrefetchShare next) {
   if (n <= kLanes) {
-    if (m <= 2) return tile<2, 1>(k, a, b, c, ldc, m, n, store, e, g);
-    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g);
-    return tile<6, 1>(k, a, b, c, ldc, m, n, store, e, g);
+    if (m <= 2) return tile<2, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
+    if (m <= 4) return tile<4, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
+    return tile<6, 1>(k, a, b, c, ldc, m, n, store, e, g, next);
   }
-  if (m <= 2) return tile<2, 2>(k, a, b, c, ldc, m, n, store, e, g);
-  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g);
-  tile<6, 2>(k, a, b, c, ldc, m, n, store, e, g);
+  if (m <= 2) return tile<2, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
+  if (m <= 4) return tile<4, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
+  tile<6, 2>(k, a, b, c, ldc, m, n, store, e, g, next);
 }
 
 }  // namespace lumen::ukernels

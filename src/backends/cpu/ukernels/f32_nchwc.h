@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backends/cpu/ukernels/f32_depthwise.h"
+#include "backends/cpu/ukernels/l2_prefetch_share.h"
 #include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
@@ -70,6 +71,11 @@ struct NchwcConvTile {
   bool last;        // the final slice: add the residual, then clamp to [lo, hi]
   float lo, hi;
 };
+// Pixels [done, done + n) of the call's `all`: their share of the next call's weights.
+inline L2PrefetchShare next_weights(const NchwcConvTile &p, int64_t done, int64_t n, int64_t all) {
+  return {p.next_w, p.next_w_floats * int64_t(sizeof(float)), done, n, all};
+}
+
 void f32_nchwc_conv_tile__avx2(const NchwcConvTile &p, int64_t pixels);
 void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels);
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "backends/cpu/ukernels/avx2_vectors.h"
-#include "backends/cpu/ukernels/nchwc_next_weights.h"
+#include "backends/cpu/ukernels/l2_prefetch_share.h"
 
 namespace lumen::ukernels {
 namespace {
@@ -21,7 +21,7 @@ constexpr int kLanes = kNchwcBlock;
 // instantiation, so the blocked loop keeps its constant strides.
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
-                 const float *residual, NextWeights next) {
+                 const float *residual, L2PrefetchShare next) {
   int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
   for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   __m256 acc[P][F];
@@ -80,7 +80,8 @@ void run_pixels(const NchwcConvTile &p, int64_t pixels, int64_t done, int64_t al
   int64_t q = 0;
   for (; q + P <= pixels; q += P)
     tile<F, P, Plain>(p, tile_x(q), offsets ? offsets + q : nullptr, y + q * kLanes,
-                      residual ? residual + q * kLanes : nullptr, NextWeights(p, done + q, P, all));
+                      residual ? residual + q * kLanes : nullptr,
+                      next_weights(p, done + q, P, all));
   if constexpr (P > 1) {
     if (q < pixels) {
       NchwcConvTile rest = p;

@@ -9,7 +9,7 @@
 
 #if defined(__AVX512F__)
 #include "backends/cpu/ukernels/avx512_halves.h"
-#include "backends/cpu/ukernels/nchwc_next_weights.h"
+#include "backends/cpu/ukernels/l2_prefetch_share.h"
 #include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
@@ -26,7 +26,7 @@ constexpr int64_t kWeightPrefetch = 4096;
 // Plain: a plain NCHW input, one channel per tap (NchwcConvTile::in_blocks).
 template <int F, int P, bool Plain>
 inline void tile(const NchwcConvTile &p, const float *x, const int64_t *offsets, float *y,
-                 const float *residual, NextWeights next) {
+                 const float *residual, L2PrefetchShare next) {
   int64_t at_pixel[P];  // pixel r reads x + at_pixel[r]
   for (int r = 0; r < P; ++r) at_pixel[r] = offsets ? offsets[r] : r * p.x_pixel_stride;
   constexpr int Z = F / 2;       // 16-lane accumulators per pixel
@@ -118,7 +118,8 @@ void run_pixels(const NchwcConvTile &p, const float *x, const int64_t *offsets, 
   const auto tile_offsets = [&](int64_t at) { return offsets ? offsets + at : nullptr; };
   for (; q + P <= pixels; q += P)
     tile<F, P, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
-                      residual ? residual + q * kLanes : nullptr, NextWeights(p, done + q, P, all));
+                      residual ? residual + q * kLanes : nullptr,
+                      next_weights(p, done + q, P, all));
   if constexpr (P > 1) {
     if (q < pixels)
       run_pixels<F, P / 2, Plain>(p, tile_x(q), tile_offsets(q), y + q * kLanes,
