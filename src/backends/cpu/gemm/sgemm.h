@@ -92,6 +92,21 @@ class RowTableB final : public GemmB {
   std::vector<int64_t> offsets_;
 };
 
+// Panels a caller packed itself (with StridedA::panels over all of k, say) and reuses across
+// GEMMs: panel i of mr rows at data + i * k * mr. A view; the caller keeps the memory.
+class PackedPanelsA final : public GemmA {
+ public:
+  PackedPanelsA(const float *data, int64_t k, int mr) : data_(data), k_(k), mr_(mr) {}
+  PanelBlock panels(int64_t m0, int64_t mc, int64_t k0, int64_t kc, int mr,
+                    float *buffer) const override;
+  bool prepacked() const override { return true; }
+
+ private:
+  const float *data_;
+  int64_t k_;
+  int mr_;
+};
+
 // An operand packed whole, once (constant weights): blocks are views into it, no copying. A PackedA
 // is laid out in the GEMM's depth blocks of up to 256; a PackedB panel by panel over the whole
 // depth, so it serves any depth blocking (deep ones when A is not prepacked, see sgemm.cc).

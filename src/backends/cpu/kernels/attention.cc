@@ -23,9 +23,16 @@ namespace lumen {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr int64_t kQueryBlock = 64;   // query rows per GEMM
-constexpr int64_t kQueryChunk = 256;  // query rows per work item (packed key blocks shared)
-constexpr int64_t kKeyBlock = 256;    // keys per block of the online softmax
+// Query rows per GEMM: about 64, a multiple of the micro-kernel's rows (64 rows of 12-row tiles
+// ended on a 4-row one, 5% of the time at 512 tokens).
+int64_t query_block(int mr) {
+  return std::max<int64_t>(mr, 64 / mr * mr);
+}
+// Query rows per work item (its packed keys shared by its query blocks), at least: whole query
+// blocks from there. Every item packs all of its head's keys, so 4 x 60 rows (512 tokens in 3
+// items a head) took 1.16x the time of 5 x 60 (2 items).
+constexpr int64_t kQueryChunk = 256;
+constexpr int64_t kKeyBlock = 256;  // keys per block of the online softmax
 
 // Where the rows of one head lie: row r of head (b, h) starts at base + r * row_stride.
 struct HeadLayout {
@@ -81,15 +88,14 @@ struct Masking {
   }
 };
 
-// Scores of keys [j0, j0 + n) for query row i of head (b, h) to logits in place: scaled,
+// Scaled scores of keys [j0, j0 + n) for query row i of head (b, h) to logits in place:
 // soft-capped, masked; keys outside [lo, hi) get -inf. Returns the row's maximum.
 LUMEN_VEC_INLINE inline float finish_scores(float *s, int64_t n, int64_t j0, const Masking &mask,
                                             int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi,
-                                            float scale, float softcap) {
+                                            float softcap) {
   const int64_t a = std::clamp<int64_t>(lo - j0, 0, n), z = std::clamp<int64_t>(hi - j0, a, n);
   for (int64_t j = 0; j < a; ++j) s[j] = kNegInf;
   for (int64_t j = z; j < n; ++j) s[j] = kNegInf;
-  for (int64_t j = a; j < z; ++j) s[j] *= scale;
   if (softcap > 0)
     for (int64_t j = a; j < z; ++j) s[j] = softcap * std::tanh(s[j] / softcap);
   const int64_t row = b * mask.strides[0] + h * mask.strides[1] + i * mask.strides[2];
@@ -172,22 +178,24 @@ void attention_f32(KernelContext &ctx) {
   const float scale = ctx.attrs.has("scale") ? float(ctx.attrs.get_float("scale", 1.0))
                                              : float(1.0 / std::sqrt(double(dk)));
   const float softcap = float(ctx.attrs.get_float("softcap", 0.0));
+  const cpu::F32GemmMicrokernel &micro = cpu::default_f32_gemm_microkernel();
+  const int64_t q_block = query_block(micro.mr);
   // The scores output needs whole rows: one key block then.
   const int64_t key_block = qk_out ? std::max<int64_t>(total, 1) : kKeyBlock;
-  // A work item is a chunk of query rows of one head, walked in blocks of kQueryBlock rows; each
-  // key block is packed once per item and serves all of them. With the scores output, a chunk is
-  // one block (its rows' scores are written from the block's buffer).
-  const int64_t chunk = qk_out ? kQueryBlock : kQueryChunk;
+  // A work item is a chunk of query rows of one head, walked in blocks of q_block rows; its
+  // queries (scaled) and each key block are packed once per item and serve all of them. With the
+  // scores output, a chunk is one block (its rows' scores are written from the block's buffer).
+  const int64_t chunk = qk_out ? q_block : (kQueryChunk + q_block - 1) / q_block * q_block;
   const int64_t q_chunks = (sq + chunk - 1) / chunk;
   const int64_t items = batch * hq * q_chunks;
   const int64_t work_per_item = std::min(sq, chunk) * total * (dk + dv);
   const int64_t grain =
       std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(work_per_item, 1));
-  const cpu::F32GemmMicrokernel &micro = cpu::default_f32_gemm_microkernel();
 
   ctx.pool.parallel_for(items, grain, [&](int64_t begin, int64_t end) {
-    thread_local cpu::AlignedFloats scores, accum, maxima, sums;
-    scores.resize(size_t(kQueryBlock * key_block));
+    thread_local cpu::AlignedFloats scores, accum, maxima, sums, packed_q;
+    scores.resize(size_t(q_block * key_block));
+    packed_q.resize(size_t(chunk * dk));
     accum.resize(size_t(chunk * dv));
     maxima.resize(size_t(chunk));
     sums.resize(size_t(chunk));
@@ -199,6 +207,16 @@ void attention_f32(KernelContext &ctx) {
       const int64_t valid = nonpad.empty() ? total : nonpad[size_t(b)];
       const float *k = keys.rows(b, kh), *v = values.rows(b, kh);
       float *s = scores.data(), *row_max = maxima.data(), *row_sum = sums.data();
+      // The chunk's queries in the micro-kernel's panels (chunk and q_block are multiples of its
+      // rows), times the scale: the scores come out scaled.
+      const cpu::PanelBlock qp =
+          cpu::StridedA(queries.rows(b, h) + c0 * queries.row_stride, queries.row_stride, false)
+              .panels(0, chunk_rows, 0, dk, micro.mr, packed_q.data());
+      vec::run_best([&]() LUMEN_VEC_INLINE {
+        float *q = packed_q.data();
+        const int64_t count = (chunk_rows + micro.mr - 1) / micro.mr * qp.panel_stride;
+        for (int64_t i = 0; i < count; ++i) q[i] *= scale;
+      });
       std::fill(accum.data(), accum.data() + chunk_rows * dv, 0.0f);
       std::fill(row_max, row_max + chunk_rows, kNegInf);
       std::fill(row_sum, row_sum + chunk_rows, 0.0f);
@@ -213,27 +231,25 @@ void attention_f32(KernelContext &ctx) {
                               micro);
         const cpu::PackedB vb(cpu::StridedB(v + j0 * values.row_stride, values.row_stride, false),
                               n, dv, micro);
-        for (int64_t i0 = c0; i0 < c0 + chunk_rows; i0 += kQueryBlock) {
-          const int64_t rows = std::min(kQueryBlock, c0 + chunk_rows - i0);
+        for (int64_t i0 = c0; i0 < c0 + chunk_rows; i0 += q_block) {
+          const int64_t rows = std::min(q_block, c0 + chunk_rows - i0);
           if (causal_end(i0 + rows - 1) <= j0) continue;
-          const float *q = queries.rows(b, h) + i0 * queries.row_stride;
+          const cpu::PackedPanelsA q(qp.data + (i0 - c0) / micro.mr * qp.panel_stride, dk,
+                                     micro.mr);
           float *o = accum.data() + (i0 - c0) * dv;
           float *m = row_max + (i0 - c0), *l = row_sum + (i0 - c0);
-          cpu::sgemm(ctx.pool, rows, n, dk, cpu::StridedA(q, queries.row_stride, false), kt, s,
-                     key_block, {.max_threads = 1});
+          cpu::sgemm(ctx.pool, rows, n, dk, q, kt, s, key_block, {.max_threads = 1});
           vec::run_best([&]() LUMEN_VEC_INLINE {
             for (int64_t r = 0; r < rows; ++r) {
               float *sr = s + r * key_block;
               float *scores_out =
                   qk_out ? qk_out->data<float>() + ((bh * sq) + i0 + r) * total + j0 : nullptr;
               if (scores_out && mode <= 1)
-                for (int64_t j = 0; j < n; ++j) {
-                  const float x = sr[j] * scale;
-                  scores_out[j] = softcap > 0 ? softcap * std::tanh(x / softcap) : x;
-                }
+                for (int64_t j = 0; j < n; ++j)
+                  scores_out[j] = softcap > 0 ? softcap * std::tanh(sr[j] / softcap) : sr[j];
               const auto [lo, hi] = masking.key_range(i0 + r, offset, valid);
               const float block_max =
-                  finish_scores(sr, n, j0, masking, b, h, i0 + r, lo, hi, scale, softcap);
+                  finish_scores(sr, n, j0, masking, b, h, i0 + r, lo, hi, softcap);
               if (scores_out && mode == 2) std::memcpy(scores_out, sr, sizeof(float) * size_t(n));
               const float new_max = std::max(m[r], block_max);
               if (new_max == kNegInf) {  // every key so far masked: nothing to add

@@ -5,10 +5,10 @@
 
 namespace lumen::ukernels {
 
-// dst[p * width + r] = src[r * ld + p] for r < rows, 0 for rows <= r < width; p < kc.
-// rows <= width <= 16, and 15 * ld must fit in an int32 (gather offsets).
+// dst[p * dst_ld + r] = src[r * ld + p] for r < rows, 0 for rows <= r < width; p < kc.
+// 0 <= rows <= width <= 16, width <= dst_ld.
 void f32_pack_rows__avx512(const float *src, int64_t ld, int rows, int64_t kc, int width,
-                           float *dst);
+                           float *dst, int64_t dst_ld);
 
 // The same with AVX2: rows <= width <= 8; writes only dst[0, kc * width).
 void f32_pack_rows__avx2(const float *src, int64_t ld, int rows, int64_t kc, int width, float *dst);
