@@ -347,20 +347,26 @@ def test_first_conv_and_pools_run_blocked(channels):
 
 
 def test_blocked_max_pool_keeps_nan():
-    c = Chain(8, (6, 6), 1)
-    c.conv(8, kernel=3, pad=1)
-    pool(c, "MaxPool", 2, stride=2)
-    c.conv(8, kernel=3, pad=1)
-    x = np.random.default_rng(3).standard_normal((1, 8, 6, 6)).astype(np.float32)
-    x[0, 2, 1, 1] = np.nan  # reaches the pool's first window through the 3x3 conv
-    data = c.model().SerializeToString()
-    compiled = lumen.load_onnx(data).compile(backend="cpu", num_threads=2)
-    assert "nchwc_max_pool2d" in [s.op for s in compiled.executable.steps]
-    got = compiled.run({"x": x})[0]
-    want = lumen.load_onnx(data).compile(backend="reference", opt_level=0).run({"x": x})[0]
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    assert np.isnan(got).any()
-    np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(want), rtol=1e-4, atol=1e-4)
+    """NaN in a window gives NaN, in the first window and in the runs of interior windows the
+    kernels pool several at a time."""
+    for kernel, stride, size in ((2, 2, (6, 6)), (3, 2, (21, 43)), (3, 1, (9, 27))):
+        c = Chain(8, size, 1)
+        c.conv(8, kernel=3, pad=1)
+        pool(c, "MaxPool", kernel, stride=stride)
+        c.conv(8)
+        x = np.random.default_rng(3).standard_normal((1, 8) + size).astype(np.float32)
+        x[0, 2, 1, 1] = np.nan  # reaches the first window through the 3x3 conv
+        if size[1] > 8:
+            x[0, 2, size[0] // 2, size[1] // 2] = x[0, 5, size[0] - 1, size[1] - 2] = np.nan
+        data = c.model().SerializeToString()
+        compiled = lumen.load_onnx(data).compile(backend="cpu", num_threads=2)
+        assert "nchwc_max_pool2d" in [s.op for s in compiled.executable.steps]
+        got = compiled.run({"x": x})[0]
+        want = lumen.load_onnx(data).compile(backend="reference", opt_level=0).run({"x": x})[0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert np.isnan(got).any() and not np.isnan(got).all()
+        np.testing.assert_allclose(np.nan_to_num(got), np.nan_to_num(want), rtol=1e-4,
+                                   atol=1e-4)
 
 
 def test_first_conv_and_pools_with_a_symbolic_batch():

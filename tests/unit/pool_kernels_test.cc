@@ -1,5 +1,6 @@
 // The CPU pooling kernels' fast paths (vectorized strides 1 and 2, unrolled 2x2 / 3x3 kernels,
-// row tails shorter than a vector, blocks of rows spanning planes) against a plain scalar
+// row tails shorter than a vector, blocks of rows spanning planes; in NCHW and in the blocked
+// NCHW8c layout, where max pools separably and several windows at a time) against a plain scalar
 // implementation of the ONNX definition written here. Max must match exactly (NaNs included);
 // averages within float rounding of a double-precision sum.
 #include <gtest/gtest.h>
@@ -77,11 +78,46 @@ Attributes attrs_of(const Geometry &g, bool is_max, bool count_include_pad) {
   return a;
 }
 
+// [N, C, H, W] <-> the blocked layout [N, ceil(C / 8), H, W, 8] (channels past C zero).
+constexpr int64_t kBlock = 8;
+Tensor to_blocked(const Tensor &x) {
+  const int64_t n = x.shape()[0], c = x.shape()[1], plane = x.shape()[2] * x.shape()[3];
+  const int64_t blocks = (c + kBlock - 1) / kBlock;
+  Tensor y = Tensor::empty({n, blocks, x.shape()[2], x.shape()[3], kBlock}, DType::Float32);
+  float *yp = y.data<float>();
+  for (int64_t i = 0; i < y.numel(); ++i) yp[i] = 0.0f;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t q = 0; q < plane; ++q)
+        yp[((b * blocks + ch / kBlock) * plane + q) * kBlock + ch % kBlock] =
+            x.data<float>()[(b * c + ch) * plane + q];
+  return y;
+}
+Tensor from_blocked(const Tensor &y, int64_t c) {
+  const int64_t n = y.shape()[0], blocks = y.shape()[1], plane = y.shape()[2] * y.shape()[3];
+  Tensor x = Tensor::empty({n, c, y.shape()[2], y.shape()[3]}, DType::Float32);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t q = 0; q < plane; ++q)
+        x.data<float>()[(b * c + ch) * plane + q] =
+            y.data<float>()[((b * blocks + ch / kBlock) * plane + q) * kBlock + ch % kBlock];
+  return x;
+}
+
+// The CPU kernel on x (NCHW), or on x blocked (the NCHW8c kernels) and unblocked again.
+Tensor cpu_pool(const Tensor &x, const Geometry &g, bool is_max, bool count_include_pad,
+                bool blocked) {
+  const Attributes attrs = attrs_of(g, is_max, count_include_pad);
+  if (!blocked) return call_op(is_max ? "max_pool2d" : "avg_pool2d", {x}, attrs, "cpu")[0];
+  const Tensor y = call_op(is_max ? "nchwc_max_pool2d" : "nchwc_avg_pool2d", {to_blocked(x)},
+                           attrs, "cpu")[0];
+  return from_blocked(y, x.shape()[1]);
+}
+
 ::testing::AssertionResult pool_matches(const Tensor &x, const Geometry &g, bool is_max,
-                                        bool count_include_pad) {
+                                        bool count_include_pad, bool blocked = false) {
   const Tensor expected = scalar_pool(x, g, is_max, count_include_pad);
-  const Tensor actual = call_op(is_max ? "max_pool2d" : "avg_pool2d", {x},
-                                attrs_of(g, is_max, count_include_pad), "cpu")[0];
+  const Tensor actual = cpu_pool(x, g, is_max, count_include_pad, blocked);
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << "shape " << actual.shape().to_string() << ", expected "
                                          << expected.shape().to_string();
@@ -130,14 +166,15 @@ TEST(PoolKernels, MatchScalarDefinition) {
                 out_size(shape[3], k, s, p.l, p.r, 1, ceil) <= 0)
               continue;
             const Tensor x = random_tensor(shape, seed++);
-            for (int variant = 0; variant < 3; ++variant) {
-              const bool is_max = variant == 0, cip = variant == 2;
-              SCOPED_TRACE(describe(shape, g, is_max, cip));
-              ASSERT_TRUE(pool_matches(x, g, is_max, cip));
-              ++checked;
-            }
+            for (int variant = 0; variant < 3; ++variant)
+              for (bool blocked : {false, true}) {
+                const bool is_max = variant == 0, cip = variant == 2;
+                SCOPED_TRACE(describe(shape, g, is_max, cip) + (blocked ? " blocked" : ""));
+                ASSERT_TRUE(pool_matches(x, g, is_max, cip, blocked));
+                ++checked;
+              }
           }
-  EXPECT_GT(checked, 300);
+  EXPECT_GT(checked, 600);
 }
 
 // Non-square kernels and strides, and dilated max windows.
@@ -150,12 +187,13 @@ TEST(PoolKernels, MixedGeometry) {
   uint64_t seed = 100;
   for (const Geometry &g : cases)
     for (const Shape &shape : std::vector<Shape>{{1, 3, 13, 21}, {2, 9, 20, 37}})
-      for (int variant = 0; variant < 3; ++variant) {
-        const bool is_max = variant == 0, cip = variant == 2;
-        if (!is_max && (g.dh != 1 || g.dw != 1)) continue;  // avg takes no dilations
-        SCOPED_TRACE(describe(shape, g, is_max, cip));
-        EXPECT_TRUE(pool_matches(random_tensor(shape, seed++), g, is_max, cip));
-      }
+      for (int variant = 0; variant < 3; ++variant)
+        for (bool blocked : {false, true}) {
+          const bool is_max = variant == 0, cip = variant == 2;
+          if (!is_max && (g.dh != 1 || g.dw != 1)) continue;  // avg takes no dilations
+          SCOPED_TRACE(describe(shape, g, is_max, cip) + (blocked ? " blocked" : ""));
+          EXPECT_TRUE(pool_matches(random_tensor(shape, seed++), g, is_max, cip, blocked));
+        }
 }
 
 // A NaN anywhere in a window, first tap or last, in a row tail or a full vector, makes its max
@@ -171,6 +209,7 @@ TEST(PoolKernels, MaxPropagatesNanFromEveryTap) {
         x.data<float>()[pos] = std::numeric_limits<float>::quiet_NaN();
         SCOPED_TRACE(describe(shape, g, true, false) + " NaN at " + std::to_string(pos));
         EXPECT_TRUE(pool_matches(x, g, true, false));
+        EXPECT_TRUE(pool_matches(x, g, true, false, /*blocked=*/true));
       }
     }
 }
