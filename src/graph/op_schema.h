@@ -113,6 +113,9 @@ std::optional<Tensor> shape_query_value(std::string_view op, const Shape &shape,
 std::string ints_to_string(const std::vector<int64_t> &v);
 // a * b, or an error naming the node when the element count overflows int64.
 int64_t mul_or_fail(const InferContext &ctx, int64_t a, int64_t b);
+// a * b for dims that may be unknown: 0 when either is 0, else unknown when either is (an
+// unknown dim is kUnknownDim, -1: multiplied in, it gave sizes like -3), else mul_or_fail.
+int64_t mul_dims(const InferContext &ctx, int64_t a, int64_t b);
 // Ints attribute `name` (default `fallback`), which must have fallback.size() values, each
 // >= min_value; errors name the attribute and the node.
 std::vector<int64_t> ints_attr(const InferContext &ctx, const char *name,

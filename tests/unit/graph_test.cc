@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <thread>
+#include <tuple>
 
 #include "graph/op_schema.h"
 #include "graph/passes/pass.h"
@@ -39,6 +40,20 @@ TEST(Graph, BuildInfersTypesAndPrints) {
   EXPECT_NO_THROW(g.verify());
   const std::string text = g.to_string();
   EXPECT_TRUE(contains(text, "%act:float32[2, 3] = relu(%x)")) << text;
+}
+
+// Found by tools/fuzz.sh (fuzz_shape_inference): flatten multiplied an unknown dim (-1) into
+// its products and inferred -3.
+TEST(Graph, FlattenOfUnknownDimsIsUnknown) {
+  const TensorType x{DType::Float32, Shape{kUnknownDim, 3, 4}};
+  const TensorType empty{DType::Float32, Shape{kUnknownDim, 0, 4}};
+  for (const auto &[input, axis, expected] :
+       {std::tuple{x, 1, Shape{kUnknownDim, 12}}, std::tuple{x, 2, Shape{kUnknownDim, 4}},
+        std::tuple{x, 0, Shape{1, kUnknownDim}}, std::tuple{empty, 2, Shape{0, 4}}}) {
+    const Attributes attrs{{"axis", int64_t{axis}}};
+    const InferContext ctx{.inputs = {&input}, .attrs = attrs, .op = "flatten", .node = "f"};
+    EXPECT_EQ(infer_types(get_op("flatten"), ctx).at(0).shape, expected) << axis;
+  }
 }
 
 TEST(Graph, ErrorsNameOpNodeAndTypes) {

@@ -68,6 +68,11 @@ std::vector<TensorType> infer_expand(const InferContext &ctx) {
   return {TensorType{x.dtype, *out}};
 }
 
+// A dim divided by a positive factor it is a multiple of; unknown stays unknown.
+int64_t divide_dim(int64_t dim, int64_t factor) {
+  return dim == kUnknownDim ? kUnknownDim : dim / factor;
+}
+
 std::vector<TensorType> infer_tile(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
   const auto repeats = values_or_defer(ctx, 1, x.dtype);
@@ -77,7 +82,7 @@ std::vector<TensorType> infer_tile(const InferContext &ctx) {
   std::vector<int64_t> dims(repeats.size());
   for (size_t i = 0; i < dims.size(); ++i) {
     if (repeats[i] < 0) ctx.fail("repeats ", ints_to_string(repeats), " has a negative value");
-    dims[i] = mul_or_fail(ctx, x.shape[i], repeats[i]);
+    dims[i] = mul_dims(ctx, x.shape[i], repeats[i]);
   }
   return {TensorType{x.dtype, Shape(std::move(dims))}};
 }
@@ -248,10 +253,10 @@ std::vector<TensorType> infer_depth_to_space(const InferContext &ctx) {
   if (x.shape.rank() != 4) ctx.fail("input must be 4-D, got ", x.shape.to_string());
   if (b <= 0) ctx.fail("blocksize must be positive, got ", b);
   const int64_t bb = mul_or_fail(ctx, b, b);
-  if (x.shape[1] % bb != 0)
+  if (x.shape[1] != kUnknownDim && x.shape[1] % bb != 0)
     ctx.fail("channels of input ", x.shape.to_string(), " are not divisible by blocksize^2 ", bb);
-  return {TensorType{x.dtype, Shape{x.shape[0], x.shape[1] / bb, mul_or_fail(ctx, x.shape[2], b),
-                                    mul_or_fail(ctx, x.shape[3], b)}}};
+  return {TensorType{x.dtype, Shape{x.shape[0], divide_dim(x.shape[1], bb),
+                                    mul_dims(ctx, x.shape[2], b), mul_dims(ctx, x.shape[3], b)}}};
 }
 
 std::vector<TensorType> infer_space_to_depth(const InferContext &ctx) {
@@ -261,10 +266,12 @@ std::vector<TensorType> infer_space_to_depth(const InferContext &ctx) {
   if (mode != "DCR" && mode != "CRD") ctx.fail("mode must be DCR or CRD, got '", mode, "'");
   if (x.shape.rank() != 4) ctx.fail("input must be 4-D, got ", x.shape.to_string());
   if (b <= 0) ctx.fail("blocksize must be positive, got ", b);
-  if (x.shape[2] % b != 0 || x.shape[3] % b != 0)
-    ctx.fail("spatial dims of input ", x.shape.to_string(), " are not divisible by blocksize ", b);
-  return {TensorType{x.dtype, Shape{x.shape[0], mul_or_fail(ctx, x.shape[1], b * b), x.shape[2] / b,
-                                    x.shape[3] / b}}};
+  for (int d : {2, 3})
+    if (x.shape[d] != kUnknownDim && x.shape[d] % b != 0)
+      ctx.fail("spatial dims of input ", x.shape.to_string(), " are not divisible by blocksize ",
+               b);
+  return {TensorType{x.dtype, Shape{x.shape[0], mul_dims(ctx, x.shape[1], mul_or_fail(ctx, b, b)),
+                                    divide_dim(x.shape[2], b), divide_dim(x.shape[3], b)}}};
 }
 
 std::vector<TensorType> infer_eye_like(const InferContext &ctx) {

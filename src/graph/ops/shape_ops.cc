@@ -205,7 +205,7 @@ std::vector<TensorType> infer_flatten(const InferContext &ctx) {
   int64_t rows = 1, cols = 1;
   for (int64_t i = 0; i < rank; ++i) {
     int64_t &p = i < axis ? rows : cols;
-    p = mul_or_fail(ctx, p, x.shape[i]);
+    p = mul_dims(ctx, p, x.shape[i]);
   }
   return {TensorType{x.dtype, Shape{rows, cols}}};
 }
