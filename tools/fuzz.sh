@@ -6,8 +6,9 @@
 # past defects; see tests/fuzz/make_corpus.py).
 #   tools/fuzz.sh [SECONDS] [TARGET...]      default: 60 seconds, every target; 0: run the corpus
 #                                            once, no fuzzing
-# A crash, sanitizer report, leak, uncaught exception, input slower than 25 s or RSS over 4 GiB
-# saves the input as tests/fuzz/findings/TARGET/crash-* (commit it with the fix: it is replayed
+# A crash, sanitizer report, leak, uncaught exception, input slower than 10 s or RSS over 2 GiB
+# (the targets run with LUMEN_MAX_MEMORY=1G: a mutant asking for more must get an error) saves
+# the input as tests/fuzz/findings/TARGET/crash-* (commit it with the fix: it is replayed
 # from then on) and fails the script. The grown corpora stay in the build tree.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,6 +40,7 @@ cmake --build "$BUILD" --parallel --target "${TARGETS[@]}"
 # allocator_may_return_null: an allocation the system cannot serve returns null, as it does
 # without ASan, so the runtime's own error for it is what gets tested.
 export LUMEN_CACHE_DIR=$BUILD/kernel_choices ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+export LUMEN_MAX_MEMORY=${LUMEN_MAX_MEMORY:-1G}
 export UBSAN_OPTIONS=print_stacktrace=1
 status=0
 for target in "${TARGETS[@]}"; do
@@ -55,7 +57,7 @@ for target in "${TARGETS[@]}"; do
   limit=(-max_total_time="$SECONDS_EACH")
   ((SECONDS_EACH > 0)) || limit=(-runs=0)
   log "$target: ${limit[*]} on $BUILD/fuzz/corpus/$target"
-  "$exe" "${limit[@]}" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1 \
+  "$exe" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     "${dict[@]}" -artifact_prefix="$findings/" "$BUILD/fuzz/corpus/$target" "${seeds[@]}" \
     >"$BUILD/fuzz/$target.log" 2>&1 || { tail -60 "$BUILD/fuzz/$target.log"; status=1; }
   grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$BUILD/fuzz/$target.log" | tail -2 || true

@@ -45,6 +45,9 @@ struct OptimizeReport {
 struct CompileOptions {
   int opt_level = 2;
   size_t shape_cache_capacity = 8;
+  // The memory budget (lumen/memory_budget.h) of compiling and of every run, in bytes: a plan
+  // whose arena or a run whose tensor needs more fails with lumen::Error. 0: the default.
+  size_t max_memory = 0;
 };
 
 struct OptimizeOptions {

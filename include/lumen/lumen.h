@@ -18,6 +18,7 @@
 #include "lumen/dtype.h"
 #include "lumen/error.h"
 #include "lumen/graph.h"
+#include "lumen/memory_budget.h"
 #include "lumen/ops.h"
 #include "lumen/shape.h"
 #include "lumen/tensor.h"

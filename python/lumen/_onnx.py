@@ -33,8 +33,9 @@ class Model:
     ``inputs`` / ``outputs`` are lists of dicts with ``name``, ``dtype`` and ``shape`` (a tuple; a
     symbolic dimension shows its name, e.g. ``("N", 3, 224, 224)``, an unknown one None)."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, max_memory=0):
         self.graph = graph
+        self.max_memory = max_memory  # bytes; 0: the default budget
         self._default = None
 
     @property
@@ -46,19 +47,23 @@ class Model:
         return [_info(v) for v in self.graph.outputs]
 
     def compile(self, backend="", num_threads=0, opt_level=2, runtime=None, dump_passes="",
-                shape_cache_capacity=8):
+                shape_cache_capacity=8, max_memory=None):
         """Optimizes a copy of the graph and compiles it. ``backend`` forces every node onto one
         backend ("cpu", "reference"); empty picks the preferred backend per node.
         ``dump_passes``: a folder that gets the graph after each pass that changed it ("-" for
         stderr; default $LUMEN_DUMP_GRAPH). A model with symbolic or unknown input dims compiles
         once; from the second run at a given set of input shapes on, it runs a plan made for them
         (shapes resolved, memory planned, as fast as a fixed-shape export), and the
-        ``shape_cache_capacity`` most recently used plans are kept."""
+        ``shape_cache_capacity`` most recently used plans are kept. ``max_memory`` (bytes, or a
+        string such as "2G"; default: the one given to load_onnx) bounds the memory plan's arena
+        and every tensor a run makes: over it, a lumen.Error names the node and the size."""
         graph = self.graph.clone()
         report = graph.optimize(opt_level, dump_passes)
         if runtime is None:
             runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
-        exe = graph.compile(runtime, opt_level=opt_level, shape_cache_capacity=shape_cache_capacity)
+        budget = self.max_memory if max_memory is None else _memory_size(max_memory)
+        exe = graph.compile(runtime, opt_level=opt_level, shape_cache_capacity=shape_cache_capacity,
+                            max_memory=budget)
         return CompiledModel(exe, graph, report)
 
     def summary(self, opt_level=2, backend=""):
@@ -152,17 +157,30 @@ class CompiledModel:
         return outs[0] if len(outs) == 1 else outs
 
 
-def load_onnx(model):
+def _memory_size(value):
+    """max_memory as bytes: an int, or a string such as "512M" or "2G" (powers of 1024)."""
+    if isinstance(value, str):
+        return _lumen.parse_memory_size(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_memory must be a byte count or a string such as '2G', got {value!r}")
+    return value
+
+
+def load_onnx(model, max_memory=None):
     """Loads an ONNX model from a path (str or os.PathLike) or from serialized bytes.
 
     External data files are read relative to the model's folder and must stay inside it. Every
-    unsupported op is listed in one lumen.Error."""
+    unsupported op is listed in one lumen.Error. ``max_memory`` (bytes, or a string such as "2G";
+    default: $LUMEN_MAX_MEMORY, else the machine's memory) bounds every tensor the model
+    materializes while loading and, by default, the compiled model's arena and runs: a model
+    asking for more gets a lumen.Error naming the size before anything is allocated."""
     if not _lumen.has_onnx:
         raise _lumen.Error("this lumen build has no ONNX importer (built without Protobuf/onnx)")
+    budget = 0 if max_memory is None else _memory_size(max_memory)
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return Model(_lumen.load_onnx_bytes(bytes(model)))
+        return Model(_lumen.load_onnx_bytes(bytes(model), max_memory=budget), budget)
     if isinstance(model, (str, os.PathLike)):
-        return Model(_lumen.load_onnx_path(os.fspath(model)))
+        return Model(_lumen.load_onnx_path(os.fspath(model), max_memory=budget), budget)
     if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
-        return Model(_lumen.load_onnx_bytes(model.SerializeToString()))
+        return Model(_lumen.load_onnx_bytes(model.SerializeToString(), max_memory=budget), budget)
     raise TypeError(f"load_onnx expects a path, bytes or an onnx.ModelProto, got {type(model)!r}")

@@ -363,24 +363,26 @@ removed by optimize() must not be used afterwards.)doc")
           "(default: $LUMEN_DUMP_GRAPH).")
       .def(
           "compile",
-          [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity) {
+          [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity,
+             size_t max_memory) {
             nb::object rt = runtime.is_none() ? default_runtime() : nb::borrow(runtime);
             Runtime &native = nb::cast<Runtime &>(rt);
             Executable *exe = nullptr;
             {
               nb::gil_scoped_release release;
-              exe =
-                  g.compile(&native, CompileOptions{.opt_level = opt_level,
-                                                    .shape_cache_capacity = shape_cache_capacity});
+              exe = g.compile(&native, CompileOptions{.opt_level = opt_level,
+                                                      .shape_cache_capacity = shape_cache_capacity,
+                                                      .max_memory = max_memory});
             }
             return new PyExecutable(exe, std::move(rt));
           },
           nb::arg("runtime") = nb::none(), nb::arg("opt_level") = 2,
-          nb::arg("shape_cache_capacity") = 8, rv_policy::take_ownership,
+          nb::arg("shape_cache_capacity") = 8, nb::arg("max_memory") = 0, rv_policy::take_ownership,
           "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime). A "
           "graph with input dims known only at run time gets a plan per input-shape signature "
           "when a signature comes a second time (optimized at `opt_level`, memory planned), "
-          "keeping the `shape_cache_capacity` most recently used.")
+          "keeping the `shape_cache_capacity` most recently used. `max_memory`: the memory budget "
+          "in bytes of compiling and of every run (0: the default, see lumen.memory_budget).")
       .def("__str__", &Graph::to_string);
 
   nb::class_<PyExecutable>(m, "Executable", R"doc(

@@ -10,6 +10,7 @@
 #include "compile/memory_planner.h"
 
 #include "core/thread_pool.h"
+#include "lumen/memory_budget.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 #include "runtime/shape_plan_cache.h"
@@ -141,6 +142,8 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
     }
   }
   impl.arena_bytes = plan.spaces.empty() ? 0 : plan.spaces[0].planned_bytes;
+  // Each run takes an arena of that size: refused here, before any run allocates one.
+  check_memory_budget(impl.arena_bytes, "the memory plan's arena (the intermediates of a run)");
   impl.memory.planned = true;
   for (size_t sp = 0; sp < plan.spaces.size(); ++sp) {
     MemorySpaceReport report{.space = spaces[sp],
@@ -161,8 +164,10 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
 std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runtime,
                                                const CompileOptions &options,
                                                const std::shared_ptr<PreparedCache> &prepared) {
+  const MemoryBudgetScope budget(options.max_memory);
   auto impl = std::make_unique<Executable::Impl>();
   impl->pool = &runtime.thread_pool();
+  impl->max_memory = options.max_memory;
 
   std::unordered_map<const Value *, int> slot_of;
   std::vector<bool> slot_static;

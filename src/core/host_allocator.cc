@@ -12,6 +12,7 @@
 
 #include "lumen/buffer.h"
 #include "lumen/error.h"
+#include "lumen/memory_budget.h"
 
 namespace lumen {
 namespace {
@@ -48,6 +49,7 @@ class CachingHostAllocator final : public Allocator {
       }
     }
     if (!data) {
+      if (nbytes > memory_budget()) check_memory_budget(nbytes, "a host allocation");
       system_allocations_.fetch_add(1, std::memory_order_relaxed);
       data = std::aligned_alloc(kAlignment, cls);
       if (!data) fail("host allocation of ", nbytes, " bytes failed");

@@ -1,6 +1,7 @@
 #include "lumen/tensor.h"
 
 #include "lumen/container.h"
+#include "lumen/memory_budget.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,9 @@ Tensor Tensor::empty(const Shape &shape, DType dtype, Allocator *allocator) {
     return wrap(strings->data(), dtype, shape, {}, [strings] {});
   }
   const int64_t bytes = checked_mul(n, static_cast<int64_t>(dtype_size(dtype)), "tensor bytes");
+  if (static_cast<size_t>(bytes) > memory_budget())  // the message only when it fails
+    check_memory_budget(static_cast<size_t>(bytes),
+                        str("a ", dtype_name(dtype), " tensor of shape ", shape.to_string()));
   Tensor t;
   t.buffer_ = (allocator ? *allocator : host_allocator()).allocate(static_cast<size_t>(bytes));
   t.dtype_ = dtype;

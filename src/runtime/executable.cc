@@ -4,6 +4,7 @@
 
 #include "core/thread_pool.h"
 #include "lumen/container.h"
+#include "lumen/memory_budget.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 #include "runtime/shape_plan_cache.h"
@@ -49,6 +50,14 @@ void check_input(const ValueInfo &expected, const Tensor &actual) {
     fail("input '", expected.name, "': expected host memory, got ", actual.device().to_string());
 }
 
+// Rethrows the error being handled, named after the step's node when it does not name it already
+// (kernels and inference do; an allocation over the memory budget or a shared helper does not).
+[[noreturn]] void rethrow_naming(const ExecutionStep &step, const Error &e) {
+  const std::string what = e.what();
+  if (what.find("(node '" + step.node + "')") != std::string::npos) throw;
+  fail("op '", step.schema ? step.schema->name : "?", "' (node '", step.node, "'): ", what);
+}
+
 }  // namespace
 
 std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const {
@@ -59,6 +68,7 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
                                         RunProfile *profile) const {
   StepTimer timer(profile);
   const Impl &p = *impl_;
+  const MemoryBudgetScope budget(p.max_memory);
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) check_input(p.inputs[i], inputs[i]);
@@ -165,28 +175,32 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     }
     state->kernel_inputs.clear();
     state->kernel_outputs.clear();
-    for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
-    for (size_t o = 0; o < step.outputs.size(); ++o) {
-      const int s = step.outputs[o];
-      if (step.output_unused(o)) {
-        state->kernel_outputs.push_back(nullptr);
-        continue;
+    try {
+      for (int s : step.inputs) state->kernel_inputs.push_back(s >= 0 ? &slots[s] : nullptr);
+      for (size_t o = 0; o < step.outputs.size(); ++o) {
+        const int s = step.outputs[o];
+        if (step.output_unused(o)) {
+          state->kernel_outputs.push_back(nullptr);
+          continue;
+        }
+        if (slot_offset[s] < 0)  // a graph output: the caller keeps it, so it gets its own memory
+          slots[s] = Tensor::empty(step.output_types[o].shape, step.output_types[o].dtype,
+                                   &step.backend->allocator());
+        state->kernel_outputs.push_back(&slots[s]);
       }
-      if (slot_offset[s] < 0)  // a graph output: the caller keeps it, so it gets its own memory
-        slots[s] = Tensor::empty(step.output_types[o].shape, step.output_types[o].dtype,
-                                 &step.backend->allocator());
-      state->kernel_outputs.push_back(&slots[s]);
+      KernelContext ctx{.inputs = std::move(state->kernel_inputs),
+                        .outputs = std::move(state->kernel_outputs),
+                        .attrs = step.attrs,
+                        .pool = *pool,
+                        .op = step.schema->name,
+                        .node = step.node,
+                        .prepared = step.prepared.get()};
+      step.kernel(ctx);
+      state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
+      state->kernel_outputs = std::move(ctx.outputs);
+    } catch (const Error &e) {
+      rethrow_naming(step, e);
     }
-    KernelContext ctx{.inputs = std::move(state->kernel_inputs),
-                      .outputs = std::move(state->kernel_outputs),
-                      .attrs = step.attrs,
-                      .pool = *pool,
-                      .op = step.schema->name,
-                      .node = step.node,
-                      .prepared = step.prepared.get()};
-    step.kernel(ctx);
-    state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
-    state->kernel_outputs = std::move(ctx.outputs);
     timer.end(i);
   }
   std::vector<Tensor> outputs;
@@ -224,34 +238,38 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       in_values.push_back(s >= 0 ? &slots[s] : nullptr);
     }
     std::vector<Tensor> outs;
-    if (step.builtin) {
-      std::vector<Tensor> step_inputs;
-      for (int s : step.inputs) step_inputs.push_back(s >= 0 ? slots[s] : Tensor());
-      outs = step.builtin(step, step_inputs);
-    } else {
-      InferContext ctx{.inputs = std::move(in_types),
-                       .attrs = step.attrs,
-                       .op = step.schema->name,
-                       .node = step.node,
-                       .values = std::move(in_values)};
-      // The kernel sizes its outputs: inference would do its work a second time.
-      const bool by_kernel = step.schema->kernel_sizes_outputs;
-      std::vector<TensorType> out_types;
-      if (by_kernel)
-        check_inputs(*step.schema, ctx);
-      else
-        out_types = infer_types(*step.schema, ctx);
-      in_types = std::move(ctx.inputs);
-      in_values = std::move(ctx.values);
-      // A reshape-like step views its input's memory, as in a planned run; a graph output gets
-      // its own copy (the caller keeps it, and it must not alias an input or a weight).
-      if (step.schema->view && !by_kernel && !slot_is_output[step.outputs[0]] &&
-          in_values[0]->device().is_host())
-        outs.push_back(in_values[0]->reshape(out_types[0].shape));
-      else
-        outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
-                          step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                          step.prepared.get(), step.unused_outputs);
+    try {
+      if (step.builtin) {
+        std::vector<Tensor> step_inputs;
+        for (int s : step.inputs) step_inputs.push_back(s >= 0 ? slots[s] : Tensor());
+        outs = step.builtin(step, step_inputs);
+      } else {
+        InferContext ctx{.inputs = std::move(in_types),
+                         .attrs = step.attrs,
+                         .op = step.schema->name,
+                         .node = step.node,
+                         .values = std::move(in_values)};
+        // The kernel sizes its outputs: inference would do its work a second time.
+        const bool by_kernel = step.schema->kernel_sizes_outputs;
+        std::vector<TensorType> out_types;
+        if (by_kernel)
+          check_inputs(*step.schema, ctx);
+        else
+          out_types = infer_types(*step.schema, ctx);
+        in_types = std::move(ctx.inputs);
+        in_values = std::move(ctx.values);
+        // A reshape-like step views its input's memory, as in a planned run; a graph output gets
+        // its own copy (the caller keeps it, and it must not alias an input or a weight).
+        if (step.schema->view && !by_kernel && !slot_is_output[step.outputs[0]] &&
+            in_values[0]->device().is_host())
+          outs.push_back(in_values[0]->reshape(out_types[0].shape));
+        else
+          outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
+                            step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
+                            step.prepared.get(), step.unused_outputs);
+      }
+    } catch (const Error &e) {
+      rethrow_naming(step, e);
     }
     for (size_t i = 0; i < outs.size(); ++i) set_slot(step.outputs[i], std::move(outs[i]));
     for (int s : step.release) slots[s] = Tensor();

@@ -119,6 +119,7 @@ struct Executable::Impl {
   bool planned = false;
   std::vector<int64_t> slot_offset;
   size_t arena_bytes = 0;
+  size_t max_memory = 0;  // CompileOptions::max_memory: the budget of every run
   Allocator *arena_allocator = nullptr;
 
   // A graph with input dims known only at run time: its plans per input-shape signature (null

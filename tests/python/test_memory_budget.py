@@ -1,0 +1,55 @@
+"""max_memory on lumen.load_onnx and compile: a model asking for more memory than its budget gets a
+lumen.Error naming the size (and the node, at run time) before anything is allocated, and the
+compiled model keeps working for runs within the budget."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import lumen
+
+
+def chain_model(batch="N", weight_rows=64):
+    """x [batch, 64] @ w [64, 64] -> relu -> * 2: intermediates of batch x 64 floats."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((weight_rows, 64)).astype(np.float32), "w")
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+         helper.make_node("Relu", ["m"], ["r"], name="relu"),
+         helper.make_node("Mul", ["r", "two"], ["y"], name="double")],
+        "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, weight_rows])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 64])], [w, two])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_load_refuses_initializers_over_the_budget():
+    model = chain_model(weight_rows=4096)  # a 1 MiB initializer
+    with pytest.raises(lumen.Error, match="over the memory budget of 524288 bytes"):
+        lumen.load_onnx(model, max_memory="512K")
+    assert lumen.load_onnx(model, max_memory="4M").inputs[0]["name"] == "x"
+
+
+def test_compile_refuses_an_arena_over_the_budget():
+    model = lumen.load_onnx(chain_model(batch=8192))  # 2 MiB intermediates
+    with pytest.raises(lumen.Error, match="memory plan's arena"):
+        model.compile(max_memory=1 << 20)
+    x = np.ones((8192, 64), np.float32)
+    assert model.compile(max_memory="16M").run({"x": x})[0].shape == (8192, 64)
+
+
+def test_a_run_over_the_budget_names_the_node_and_the_model_keeps_working():
+    compiled = lumen.load_onnx(chain_model(), max_memory="1M").compile()
+    with pytest.raises(lumen.Error, match=r"node '.*over the memory budget of 1048576 bytes"):
+        compiled.run({"x": np.ones((8192, 64), np.float32)})
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    want = lumen.load_onnx(chain_model()).compile(backend="reference").run({"x": x})[0]
+    for _ in range(2):
+        np.testing.assert_allclose(compiled.run({"x": x})[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_budgets_are_refused():
+    with pytest.raises(lumen.Error, match="is not a memory size"):
+        lumen.load_onnx(chain_model(), max_memory="lots")
+    with pytest.raises(ValueError):
+        lumen.load_onnx(chain_model(), max_memory=-5)
+    assert lumen._lumen.default_memory_budget() > 0
