@@ -119,6 +119,22 @@ struct RunProfile {
 };
 
 // A compiled graph. Immutable after compilation, so execute() may be called from several threads
+// A timeout for the runs of this thread while it lives (lumen's CompiledModel.run(timeout=)): an
+// execute() stops between steps (and between a loop's iterations) once `seconds` have passed
+// since the scope began, with a lumen::Error naming the node it stopped before. Cooperative: the
+// step running when time is up finishes first. 0 or less: no timeout.
+class RunTimeoutScope {
+ public:
+  explicit RunTimeoutScope(double seconds);
+  ~RunTimeoutScope();
+  RunTimeoutScope(const RunTimeoutScope &) = delete;
+  RunTimeoutScope &operator=(const RunTimeoutScope &) = delete;
+
+ private:
+  double previous_seconds_;
+  int64_t previous_deadline_ns_;
+};
+
 // at once. With static shapes, intermediates live at planned offsets in an arena; each concurrent
 // execute() takes its own arena from a pool the Executable keeps, so a steady-state run allocates
 // only the output tensors it returns.

@@ -125,8 +125,15 @@ class CompiledModel:
         return [{"name": o.name, "dtype": o.type, "shape": o.shape}
                 for o in self.executable.outputs]
 
-    def run(self, feeds):
-        return [_to_numpy(t) for t in self.executable.execute(dict(feeds))]
+    def run(self, feeds, timeout=None):
+        """Runs on ``feeds`` (name -> array). ``timeout`` (seconds): the run stops between steps
+        once it has passed, with a lumen.Error naming the node (the step running finishes)."""
+        if timeout is None:
+            return [_to_numpy(t) for t in self.executable.execute(dict(feeds))]
+        if not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        with _lumen.RunTimeout(float(timeout)):
+            return [_to_numpy(t) for t in self.executable.execute(dict(feeds))]
 
     def summary(self):
         """A readable multi-line report: op counts before/after optimization, passes, fused

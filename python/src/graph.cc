@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <iterator>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -69,6 +70,12 @@ struct PyExecutable {
     nb::gil_scoped_release release;
     return exe->execute(inputs, profile);
   }
+};
+
+// `with lumen._lumen.RunTimeout(seconds):` runs of this thread stop between steps past it.
+struct PyRunTimeout {
+  double seconds;
+  std::optional<RunTimeoutScope> scope;
 };
 
 nb::object default_runtime() {
@@ -384,6 +391,13 @@ removed by optimize() must not be used afterwards.)doc")
           "keeping the `shape_cache_capacity` most recently used. `max_memory`: the memory budget "
           "in bytes of compiling and of every run (0: the default, see lumen.memory_budget).")
       .def("__str__", &Graph::to_string);
+
+  nb::class_<PyRunTimeout>(m, "RunTimeout", R"doc(
+with RunTimeout(seconds): runs on this thread stop between steps once `seconds` have passed, with
+a lumen.Error naming the node (CompiledModel.run(timeout=) uses it).)doc")
+      .def(nb::init<double>(), nb::arg("seconds"))
+      .def("__enter__", [](PyRunTimeout &t) { t.scope.emplace(t.seconds); })
+      .def("__exit__", [](PyRunTimeout &t, nb::args) { t.scope.reset(); });
 
   nb::class_<PyExecutable>(m, "Executable", R"doc(
 A compiled graph; immutable and safe to execute from several threads at once (the GIL is released

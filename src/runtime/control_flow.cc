@@ -5,6 +5,7 @@
 
 #include "lumen/container.h"
 #include "runtime/executable_impl.h"
+#include "runtime/run_deadline.h"
 #include "runtime/tensor_pieces.h"
 
 namespace lumen {
@@ -121,6 +122,7 @@ std::vector<Tensor> run_loop(const ExecutionStep &step, const std::vector<Tensor
   std::vector<std::vector<Tensor>> scans(k);
   const int64_t limit = max_loop_iterations();
   for (int64_t i = 0; cond && (trip_count < 0 || i < trip_count); ++i) {
+    check_run_deadline(step.schema->name, step.node);  // a body of no steps checks nothing
     if (i >= limit)
       step_fail(step, "more than ", limit,
                 " iterations (no trip count stops it; LUMEN_MAX_LOOP_ITERATIONS raises the limit)");

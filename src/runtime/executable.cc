@@ -7,6 +7,7 @@
 #include "lumen/memory_budget.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
+#include "runtime/run_deadline.h"
 #include "runtime/shape_plan_cache.h"
 
 namespace lumen {
@@ -167,6 +168,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
   for (size_t i = 0; i < steps.size(); ++i) {
     const ExecutionStep &step = steps[i];
     if (step.skip) continue;
+    check_run_deadline(step.schema ? step.schema->name : "?", step.node);
     timer.begin();
     if (step.builtin) {
       run_planned_builtin(step, slots);
@@ -230,6 +232,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
   std::vector<const Tensor *> in_values;
   for (size_t si = 0; si < steps.size(); ++si) {
     const ExecutionStep &step = steps[si];
+    check_run_deadline(step.schema ? step.schema->name : "?", step.node);
     timer.begin();
     in_types.clear();
     in_values.clear();

@@ -1,6 +1,7 @@
-"""max_memory on lumen.load_onnx and compile: a model asking for more memory than its budget gets a
-lumen.Error naming the size (and the node, at run time) before anything is allocated, and the
-compiled model keeps working for runs within the budget."""
+"""Resource limits of a model and its runs. max_memory on lumen.load_onnx and compile: a model
+asking for more memory than its budget gets a lumen.Error naming the size (and the node, at run
+time) before anything is allocated, and the compiled model keeps working for runs within the
+budget. run(timeout=) stops a run between steps (a Loop's iterations included)."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -53,3 +54,36 @@ def test_bad_budgets_are_refused():
     with pytest.raises(ValueError):
         lumen.load_onnx(chain_model(), max_memory=-5)
     assert lumen._lumen.default_memory_budget() > 0
+
+
+def counting_loop_model():
+    """Loop with trip count M from the input, no stop condition: the body adds 1 to a carried
+    counter, so M = 10^9 runs until the iteration limit (10^7) unless a timeout stops it."""
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["count_in", "one"], ["count_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("count_in", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("count_out", TensorProto.INT64, [])], [one])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "start"], ["count"], body=body, name="counting")],
+        "loop", [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("start", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("count", TensorProto.INT64, [])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_run_timeout_stops_a_long_loop_and_the_model_keeps_working():
+    compiled = lumen.load_onnx(counting_loop_model()).compile()
+    feeds = {"m": np.array(10**9, np.int64), "start": np.array(5, np.int64)}
+    with pytest.raises(lumen.Error, match=r"run timed out \(timeout 0.2 s.*node '"):
+        compiled.run(feeds, timeout=0.2)
+    small = {"m": np.array(7, np.int64), "start": np.array(5, np.int64)}
+    assert int(compiled.run(small, timeout=10)[0]) == 12
+    assert int(compiled.run(small)[0]) == 12
+    with pytest.raises(ValueError):
+        compiled.run(small, timeout=0)

@@ -1,4 +1,4 @@
-// The memory budget (lumen/memory_budget.h): sizes parsed as documented, scopes nest, and a
+// Resource limits of a run. The memory budget (lumen/memory_budget.h): sizes parsed as documented, scopes nest, and a
 // tensor, a memory plan's arena or a run's tensor over the budget is a lumen::Error naming what
 // and the size, before anything is allocated; the Executable stays usable after such a run.
 #include <gtest/gtest.h>
@@ -84,6 +84,25 @@ TEST(MemoryBudget, ARunOverItNamesTheNodeAndLeavesTheExecutableUsable) {
     EXPECT_EQ(y.data<float>()[5], 6.0f);
     EXPECT_EQ(y.data<float>()[0], 0.0f);
   }
+}
+
+// The run timeout (RunTimeoutScope) stops a run before its next step, naming it; runs after the
+// scope are not limited.
+TEST(RunTimeout, StopsBetweenStepsNamingTheNode) {
+  Runtime rt(RuntimeOptions{.num_threads = 1});
+  Executable *exe = chain(16).compile(&rt, {.opt_level = 0});
+  const Tensor x = Tensor::zeros({16, 64});
+  {
+    const RunTimeoutScope timeout(1e-9);  // over before the first step
+    const std::string e = error_of([&] { exe->execute({x}); });
+    EXPECT_NE(e.find("run timed out (timeout 1e-09 s"), std::string::npos) << e;
+    EXPECT_NE(e.find("before op 'relu' (node 'first')"), std::string::npos) << e;
+  }
+  {
+    const RunTimeoutScope generous(60);
+    EXPECT_NO_THROW(exe->execute({x}));
+  }
+  EXPECT_NO_THROW(exe->execute({x}));
 }
 
 }  // namespace
