@@ -108,10 +108,18 @@ std::string domain_of(const onnx::NodeProto &node) {
   return node.domain() == "ai.onnx" ? "" : node.domain();
 }
 
-// Every unsupported op of `g` and the graphs nested in it, by op: node names.
+// Subgraphs (If, Loop and Scan bodies) nested deeper than this are refused: importing, compiling
+// and running recurse once per level. Real models nest a few levels (and protobuf's own parsers
+// stop at about 30: 100 messages deep).
+constexpr int kMaxSubgraphDepth = 16;
+
+// Every unsupported op of `g` and the graphs nested in it, by op: node names. Fails on subgraphs
+// nested deeper than kMaxSubgraphDepth (`depth`: g's).
 void find_unsupported(const onnx::GraphProto &g, const std::map<std::string, int> &opsets,
                       const std::string &prefix,
-                      std::map<std::string, std::vector<std::string>> &unsupported) {
+                      std::map<std::string, std::vector<std::string>> &unsupported, int depth = 0) {
+  if (depth > kMaxSubgraphDepth)
+    fail("ONNX model nests subgraphs more than ", kMaxSubgraphDepth, " deep (at '", prefix, "')");
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &node = g.node(i);
     const std::string name = display_name(node, i, prefix);
@@ -126,8 +134,9 @@ void find_unsupported(const onnx::GraphProto &g, const std::map<std::string, int
           .push_back(name);
     for (const auto &a : node.attribute()) {
       if (a.type() == onnx::AttributeProto::GRAPH)
-        find_unsupported(a.g(), opsets, name + "/", unsupported);
-      for (const auto &sub : a.graphs()) find_unsupported(sub, opsets, name + "/", unsupported);
+        find_unsupported(a.g(), opsets, name + "/", unsupported, depth + 1);
+      for (const auto &sub : a.graphs())
+        find_unsupported(sub, opsets, name + "/", unsupported, depth + 1);
     }
   }
 }

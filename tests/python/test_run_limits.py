@@ -87,3 +87,30 @@ def test_run_timeout_stops_a_long_loop_and_the_model_keeps_working():
     assert int(compiled.run(small)[0]) == 12
     with pytest.raises(ValueError):
         compiled.run(small, timeout=0)
+
+
+def nested_ifs(depth):
+    """`depth` Ifs, each then-branch holding the next: every level takes the then-branch when c is
+    true and returns depth there (else 0)."""
+    def constant(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array(value, np.float32), name + "_value"))
+
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    branch = helper.make_graph([constant("y", float(depth))], "innermost", [], [out])
+    for level in range(depth):
+        node = helper.make_node("If", ["c"], ["y"], then_branch=branch,
+                                else_branch=helper.make_graph([constant("y", 0.0)], f"else{level}",
+                                                              [], [out]), name=f"if{level}")
+        branch = helper.make_graph([node], f"level{level}", [], [out])
+    graph = helper.make_graph(list(branch.node), "nested",
+                              [helper.make_tensor_value_info("c", TensorProto.BOOL, [])], [out])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_subgraphs_nested_too_deep_are_refused():
+    with pytest.raises(lumen.Error, match="nests subgraphs more than 16 deep"):
+        lumen.load_onnx(nested_ifs(20))
+    compiled = lumen.load_onnx(nested_ifs(6)).compile()
+    assert float(compiled.run({"c": np.array(True)})[0]) == 6.0
+    assert float(compiled.run({"c": np.array(False)})[0]) == 0.0
