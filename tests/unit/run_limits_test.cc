@@ -1,6 +1,7 @@
-// Resource limits of a run. The memory budget (lumen/memory_budget.h): sizes parsed as documented, scopes nest, and a
-// tensor, a memory plan's arena or a run's tensor over the budget is a lumen::Error naming what
-// and the size, before anything is allocated; the Executable stays usable after such a run.
+// Resource limits of a run. The memory budget (lumen/memory_budget.h): sizes parsed as documented,
+// scopes nest, and a tensor, a memory plan's arena or a run's tensor over the budget is a
+// lumen::Error naming what and the size, before anything is allocated; the Executable stays usable
+// after such a run.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,8 +26,9 @@ TEST(MemoryBudget, ParsesSizes) {
   EXPECT_EQ(parse_memory_size("1.5G", "x"), size_t{3} << 29);
   EXPECT_EQ(parse_memory_size("2tb", "x"), size_t{2} << 40);
   for (const char *bad : {"", "x", "-1", "0", "12Q", "1e30", "nan", "3 G"})
-    EXPECT_NE(error_of([&] { parse_memory_size(bad, "LUMEN_MAX_MEMORY"); }).find("LUMEN_MAX_MEMORY"),
-              std::string::npos)
+    EXPECT_NE(
+        error_of([&] { parse_memory_size(bad, "LUMEN_MAX_MEMORY"); }).find("LUMEN_MAX_MEMORY"),
+        std::string::npos)
         << bad;
 }
 
@@ -54,8 +56,8 @@ Graph chain(int64_t n) {
   Graph g;
   Value *x = g.add_input("x", {n, 64});
   Value *y = g.add_op("relu", {x}, {}, "first");
-  Value *z = g.add_op("mul", {y, g.add_constant("two", Tensor::from_vector<float>({}, {2.0f}))},
-                      {}, "double");
+  Value *z = g.add_op("mul", {y, g.add_constant("two", Tensor::from_vector<float>({}, {2.0f}))}, {},
+                      "double");
   g.mark_output(g.add_op("relu", {z}, {}, "last"));
   return g;
 }
@@ -84,6 +86,34 @@ TEST(MemoryBudget, ARunOverItNamesTheNodeAndLeavesTheExecutableUsable) {
     EXPECT_EQ(y.data<float>()[5], 6.0f);
     EXPECT_EQ(y.data<float>()[0], 0.0f);
   }
+}
+
+// A run that fails in its second step (an index out of range, known only from the data) leaves
+// the Executable usable, and failing and succeeding runs alternating take no new memory from the
+// system: the failed run's arena went back to the pool, its outputs were freed.
+TEST(FailedRuns, LeaveTheExecutableUsableAndLeakNothing) {
+  Runtime rt(RuntimeOptions{.num_threads = 1});
+  Graph g;
+  Value *x = g.add_input("x", {1024});
+  Value *idx = g.add_input("idx", {2}, DType::Int64);
+  Value *r = g.add_op("relu", {x}, {}, "first");
+  g.mark_output(g.add_op("gather", {r, idx}, {{"axis", int64_t{0}}}, "pick"));
+  Executable *exe = g.compile(&rt, {.opt_level = 0});
+  Tensor xs = Tensor::zeros({1024});
+  xs.data<float>()[7] = 3.5f;
+  const Tensor good = Tensor::from_vector<int64_t>({2}, {7, 1}),
+               bad = Tensor::from_vector<int64_t>({2}, {7, 5000});
+  const auto run = [&](const Tensor &i) { return exe->execute(std::vector<Tensor>{xs, i}); };
+  EXPECT_EQ(run(good).at(0).data<float>()[0], 3.5f);  // warm: arena and outputs cached
+  EXPECT_NE(error_of([&] { run(bad); }).find("node 'pick'"), std::string::npos);
+  const AllocatorStats before = host_allocator().stats();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_NE(error_of([&] { run(bad); }).find("5000"), std::string::npos);
+    const Tensor y = run(good).at(0);
+    EXPECT_EQ(y.data<float>()[0], 3.5f);
+    EXPECT_EQ(y.data<float>()[1], 0.0f);
+  }
+  EXPECT_EQ(host_allocator().stats().system_allocations, before.system_allocations);
 }
 
 // The run timeout (RunTimeoutScope) stops a run before its next step, naming it; runs after the
