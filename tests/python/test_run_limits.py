@@ -114,3 +114,16 @@ def test_subgraphs_nested_too_deep_are_refused():
     compiled = lumen.load_onnx(nested_ifs(6)).compile()
     assert float(compiled.run({"c": np.array(True)})[0]) == 6.0
     assert float(compiled.run({"c": np.array(False)})[0]) == 0.0
+
+
+def test_pool_windows_in_the_padding_only_are_refused():
+    """Found by fuzzing (UBSan): a uint8 MaxPool whose end pad reached past its window took -inf
+    into uint8. Pads must be smaller than the window (as onnxruntime requires)."""
+    for dtype, pads in ((TensorProto.UINT8, [2, 2, 2, 34]), (TensorProto.FLOAT, [0, 0, 3, 0])):
+        graph = helper.make_graph(
+            [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=pads, name="p")],
+            "pool", [helper.make_tensor_value_info("x", dtype, [1, 1, 5, 5])],
+            [helper.make_tensor_value_info("y", dtype, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+        with pytest.raises(lumen.Error, match="must be smaller than the window extent 3"):
+            lumen.load_onnx(model).compile()

@@ -181,6 +181,13 @@ std::vector<TensorType> infer_pool_nd(const InferContext &ctx) {
   const Spatial s = spatial_attrs(ctx, k, ctx.attrs.get_ints("kernel_shape", {}));
   const bool ceil = ctx.attrs.get_int("ceil_mode", 0) != 0;
   if (kind == 2 && ctx.attrs.get_float("p", 2.0) <= 0) ctx.fail("p must be > 0");
+  // A window lying in the padding only would have nothing to pool (max: -inf, which an integer
+  // type cannot hold): pads smaller than the window, as onnxruntime requires. Found by fuzzing.
+  for (size_t i = 0; i < 2 * k; ++i) {
+    const int64_t extent = checked_add(checked_mul(s.dilations[i % k], s.kernel[i % k] - 1), 1);
+    if (s.pads[i] >= extent)
+      ctx.fail("pad ", s.pads[i], " must be smaller than the window extent ", extent);
+  }
   std::vector<int64_t> out{x.shape[0], x.shape[1]};
   for (size_t i = 0; i < k; ++i)
     out.push_back(window_out(ctx, s, i, x.shape[i + 2], ceil, x.shape));

@@ -18,6 +18,11 @@ int64_t pool_out_dim(const InferContext &ctx, const char *axis, int64_t in, int6
                      bool ceil_mode, const Shape &x) {
   if (in == kUnknownDim) return kUnknownDim;
   const int64_t effective = checked_add(checked_mul(dilation, k - 1, "pool window extent"), 1);
+  // A window lying in the padding only would have nothing to pool (onnxruntime refuses it too).
+  if (pad_begin >= effective || pad_end >= effective)
+    ctx.fail(axis, " pads ", pad_begin, " and ", pad_end,
+             " must be smaller than the window extent ", effective, " (kernel ", k, ", dilation ",
+             dilation, ")");
   const int64_t padded = checked_add(in, checked_add(pad_begin, pad_end), "padded input size");
   if (padded < effective)
     ctx.fail("window ", axis, " extent ", effective, " (kernel ", k, ", dilation ", dilation,
