@@ -453,9 +453,11 @@ PanelBlock StridedB::panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int 
 #if defined(__x86_64__) && defined(__GNUC__)
       // Columns are rows of the source: 16 at a time, transposed in registers (attention's K^T).
       if (avx512_cpu() && nr % 16 == 0) {
-        for (int half = 0; half < nr; half += 16)
-          ukernels::f32_pack_rows__avx512(src + half * ld_, ld_, std::clamp(cols - half, 0, 16), kc,
-                                          16, dst + half, nr);
+        for (int half = 0; half < nr; half += 16) {
+          const int rows = std::clamp(cols - half, 0, 16);  // 0: zeros only, src unread
+          ukernels::f32_pack_rows__avx512(rows ? src + half * ld_ : src, ld_, rows, kc, 16,
+                                          dst + half, nr);
+        }
         continue;
       }
 #endif

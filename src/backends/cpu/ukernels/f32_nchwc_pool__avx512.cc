@@ -15,9 +15,9 @@ namespace {
 constexpr int kLanes = kNchwcBlock;
 
 // Outputs j .. j + 2 * kPairs - 1 of row i, two to a vector (Pair), or output j alone (a half
-// vector). Several pairs at a time keep that many independent max or add chains in flight: one
-// pair's chain of dependent taps left the loop waiting on their latency (ResNet's 3x3 stride-2
-// max pool took 1.8x onnxruntime's time).
+// vector), every tap of their windows: average pooling, and the edges of max pooling's rows.
+// Several pairs at a time keep that many independent chains in flight (one pair's chain of
+// dependent taps left the loop waiting on their latency).
 template <bool Pair, int kPairs = 1>
 inline void pool_outputs(const NchwcPool &p, int64_t i, int64_t j, float *out) {
   const int64_t row_offset = i * p.sh - p.pt, c0 = j * p.sw - p.pl;
