@@ -56,7 +56,7 @@ void check_input(const ValueInfo &expected, const Tensor &actual) {
 [[noreturn]] void rethrow_naming(const ExecutionStep &step, const Error &e) {
   const std::string what = e.what();
   if (what.find("(node '" + step.node + "')") != std::string::npos) throw;
-  fail("op '", step.schema ? step.schema->name : "?", "' (node '", step.node, "'): ", what);
+  step_fail(step, what);
 }
 
 }  // namespace
@@ -168,7 +168,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
   for (size_t i = 0; i < steps.size(); ++i) {
     const ExecutionStep &step = steps[i];
     if (step.skip) continue;
-    check_run_deadline(step.schema ? step.schema->name : "?", step.node);
+    check_run_deadline(step.schema->name, step.node);
     timer.begin();
     if (step.builtin) {
       run_planned_builtin(step, slots);
@@ -232,7 +232,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
   std::vector<const Tensor *> in_values;
   for (size_t si = 0; si < steps.size(); ++si) {
     const ExecutionStep &step = steps[si];
-    check_run_deadline(step.schema ? step.schema->name : "?", step.node);
+    check_run_deadline(step.schema->name, step.node);
     timer.begin();
     in_types.clear();
     in_values.clear();
