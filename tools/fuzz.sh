@@ -6,6 +6,7 @@
 # past defects; see tests/fuzz/make_corpus.py).
 #   tools/fuzz.sh [SECONDS] [TARGET...]      default: 60 seconds, every target; 0: run the corpus
 #                                            once, no fuzzing
+# Targets run side by side, LUMEN_FUZZ_JOBS at a time (default: one per core).
 # A crash, sanitizer report, leak, uncaught exception, input slower than 10 s or RSS over 2 GiB
 # (the targets run with LUMEN_MAX_MEMORY=1G: a mutant asking for more must get an error) saves
 # the input as tests/fuzz/findings/TARGET/crash-* (commit it with the fix: it is replayed
@@ -42,24 +43,41 @@ cmake --build "$BUILD" --parallel --target "${TARGETS[@]}"
 export LUMEN_CACHE_DIR=$BUILD/kernel_choices ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export LUMEN_MAX_MEMORY=${LUMEN_MAX_MEMORY:-1G}
 export UBSAN_OPTIONS=print_stacktrace=1
-status=0
-for target in "${TARGETS[@]}"; do
-  exe=$BUILD/tests/fuzz/$target findings=$ROOT/tests/fuzz/findings/$target
+
+# One target: replay its past findings, then fuzz. Prints its summary (or its failure) when done.
+fuzz_target() {
+  local target=$1 exe=$BUILD/tests/fuzz/$1 findings=$ROOT/tests/fuzz/findings/$1 failed=0
   mkdir -p "$findings"
   mapfile -t past < <(find "$findings" -type f ! -name '.*' | sort)
   if ((${#past[@]})); then
-    log "$target: replaying ${#past[@]} past findings"
     "$exe" "${past[@]}" >"$BUILD/fuzz/$target.replay.log" 2>&1 \
-      || { tail -40 "$BUILD/fuzz/$target.replay.log"; status=1; }
+      || { log "$target: a past finding fails again"; tail -40 "$BUILD/fuzz/$target.replay.log"; failed=1; }
   fi
-  dict=() seeds=()
+  local dict=() seeds=() limit=(-max_total_time="$SECONDS_EACH")
   [[ $target == fuzz_model ]] && dict=(-dict="$BUILD/fuzz/onnx.dict") seeds=("$BUILD/fuzz/seeds/$target")
-  limit=(-max_total_time="$SECONDS_EACH")
   ((SECONDS_EACH > 0)) || limit=(-runs=0)
-  log "$target: ${limit[*]} on $BUILD/fuzz/corpus/$target"
   "$exe" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     "${dict[@]}" -artifact_prefix="$findings/" "$BUILD/fuzz/corpus/$target" "${seeds[@]}" \
-    >"$BUILD/fuzz/$target.log" 2>&1 || { tail -60 "$BUILD/fuzz/$target.log"; status=1; }
-  grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$BUILD/fuzz/$target.log" | tail -2 || true
+    >"$BUILD/fuzz/$target.log" 2>&1 || { log "$target: FINDING"; tail -60 "$BUILD/fuzz/$target.log"; failed=1; }
+  log "$target: ${#past[@]} past findings replayed, ${limit[*]}; $(grep -E '^#[0-9]+' \
+    "$BUILD/fuzz/$target.log" | tail -1 | cut -c1-100); $(grep -E '^stat::number_of_executed_units' \
+    "$BUILD/fuzz/$target.log")"
+  return $failed
+}
+
+jobs_max=${LUMEN_FUZZ_JOBS:-$(nproc)}
+status=0 running=0
+for target in "${TARGETS[@]}"; do
+  if ((running >= jobs_max)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  log "$target: started (log: $BUILD/fuzz/$target.log)"
+  fuzz_target "$target" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -292,7 +292,16 @@ TEST(MovementTest, CpuMatchesReference) {
     EXPECT_TRUE(cpu_same_bytes("expand", {random_any({5, 1}, dtype, seed++), i64({2, 3, 5, 4})}));
     EXPECT_TRUE(cpu_same_bytes("expand", {random_any({1, 7}, dtype, seed++), i64({6, 1})}));
     EXPECT_TRUE(cpu_same_bytes("expand", {random_any({}, dtype, seed++), i64({3, 2})}));
+    // Tile: repeats on inner and outer dims, ones, a zero, dims of one, a scalar.
+    for (const auto &repeats :
+         std::vector<std::vector<int64_t>>{{1, 1, 1}, {2, 1, 3}, {1, 4, 1}, {3, 2, 2}, {2, 0, 1}})
+      EXPECT_TRUE(cpu_same_bytes("tile", {x, i64(repeats)}));
+    EXPECT_TRUE(cpu_same_bytes("tile", {random_any({4, 1}, dtype, seed++), i64({2, 33})}));
+    EXPECT_TRUE(cpu_same_bytes("tile", {random_any({1, 1, 6}, dtype, seed++), i64({5, 1, 2})}));
+    EXPECT_TRUE(cpu_same_bytes("tile", {random_any({}, dtype, seed++), i64({})}));
   }
+  EXPECT_TRUE(
+      cpu_same_bytes("tile", {random_any({2, 300, 70}, DType::Float32, 8), i64({3, 2, 5})}));
   EXPECT_TRUE(cpu_same_bytes("slice", {random_any({300, 257}, DType::Float32, 7), i64({1, 3}),
                                        i64({299, 250}), i64({0, 1}), i64({2, 1})}));
 }
