@@ -206,6 +206,76 @@ TEST(CpuCoverage, ElementwiseMath) {
   expect_same("neg", {i});
 }
 
+// The activations with attributes (defaults and set), and sign/shrink of integers too.
+TEST(CpuCoverage, ActivationsWithAttributes) {
+  Tensor x = random_tensor({5, 3000}, 31, -4, 4);
+  x.data<float>()[11] = NAN;
+  const Tensor d = random_tensor({3, 40}, 32, -4, 4, DType::Float64);
+  const Tensor i32 = random_tensor({4, 50}, 33, -9, 9, DType::Int32);
+  const Tensor i64 = ints({4, 50}, 34, -9, 9);
+  for (const Attributes &attrs : {Attributes{}, Attributes{{"alpha", 0.7}, {"gamma", 1.3}}}) {
+    expect_same("selu", {x}, attrs, 1e-6);
+    expect_same("selu", {d}, attrs);
+  }
+  for (const Attributes &attrs : {Attributes{}, Attributes{{"alpha", 2.5}}}) {
+    expect_same("celu", {x}, attrs, 1e-6);
+    expect_same("thresholded_relu", {x}, attrs);
+    expect_same("thresholded_relu", {d}, attrs);
+  }
+  for (const Tensor &t : {x, d, i32, i64}) {
+    expect_same("sign", {t});
+    expect_same("shrink", {t});
+    expect_same("shrink", {t}, {{"bias", 1.5}, {"lambd", 2.0}});
+  }
+}
+
+// Argmax/argmin/hardmax along every axis (innermost rows of 1..70 values, more columns than one
+// task takes), with ties and NaN (leading and inside); cumsum/cumprod with every flag.
+TEST(CpuCoverage, AxisScans) {
+  Tensor x = random_tensor({3, 37, 300}, 39, -3, 3);
+  for (int64_t i = 0; i < x.numel(); i += 7) x.data<float>()[i] = std::round(x.data<float>()[i]);
+  x.data<float>()[0] = NAN;    // a leading NaN wins its row and column
+  x.data<float>()[905] = NAN;  // a NaN inside never does
+  const Tensor i32 = random_tensor({5, 70}, 40, -4, 4, DType::Int32);
+  const Tensor i64 = ints({70, 5}, 41, -4, 4);
+  const Tensor d = random_tensor({4, 33}, 42, -1, 1, DType::Float64);
+  for (const char *op : {"argmax", "argmin"})
+    for (int64_t last : {0, 1})
+      for (int64_t keep : {0, 1}) {
+        for (int64_t axis : {0, 1, 2, -1})
+          expect_same(op, {x}, {{"axis", axis}, {"select_last_index", last}, {"keepdims", keep}});
+        for (const Tensor &t : {i32, i64, d})
+          for (int64_t axis : {0, 1}) expect_same(op, {t}, {{"axis", axis}, {"select_last_index", last}});
+      }
+  for (int64_t n : {1, 15, 16, 17, 70})
+    expect_same("argmax", {random_tensor({3, n}, 43 + n, -2, 2)}, {{"axis", int64_t{-1}}});
+  for (int64_t axis : {0, 1, 2}) {
+    expect_same("hardmax", {x}, {{"axis", axis}});
+    expect_same("hardmax", {x}, {{"axis", axis}, {"coerce_2d", int64_t{1}}});
+  }
+  const Tensor small = random_tensor({3, 37, 300}, 44, 0.9, 1.1);  // products stay finite
+  for (int64_t exclusive : {0, 1})
+    for (int64_t reverse : {0, 1}) {
+      const Attributes attrs{{"exclusive", exclusive}, {"reverse", reverse}};
+      for (int64_t axis : {0, 1, 2, -1}) {
+        const Tensor a = Tensor::from_vector<int64_t>({}, {axis});
+        expect_same("cumsum", {x, a}, attrs);
+        expect_same("cumprod", {small, a}, attrs);
+        expect_same("cumsum", {i32, Tensor::from_vector<int64_t>({}, {axis % 2})}, attrs);
+        expect_same("cumsum", {i64, Tensor::from_vector<int64_t>({}, {axis % 2})}, attrs);
+      }
+    }
+}
+
+// PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.
+TEST(CpuCoverage, PRelu) {
+  const Tensor x = random_tensor({2, 6, 9, 11}, 35, -3, 3);
+  for (const Shape &slope : {Shape{6, 1, 1}, Shape{1}, Shape{2, 6, 9, 11}, Shape{11}})
+    expect_same("prelu", {x, random_tensor(slope, 36, 0.05, 0.9)});
+  const Tensor i = ints({3, 70000}, 37, -50, 50);
+  expect_same("prelu", {i, ints({70000}, 38, 0, 5)});
+}
+
 TEST(CpuCoverage, NonMaxSuppression) {
   // Boxes on a jittered grid so that neighbours overlap; spread scores, two classes.
   const int64_t n = 60;

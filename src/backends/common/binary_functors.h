@@ -305,6 +305,14 @@ struct Maximum {
   }
 };
 
+// PRelu: a where a >= 0, else a * slope (b); NaN passes through.
+struct PRelu {
+  template <class T>
+  T operator()(T a, T b) const {
+    return a < T(0) ? Mul{}(a, b) : a;
+  }
+};
+
 // Comparisons, output bool (any dtype; NaN compares false, as in C).
 struct Equal {
   template <class T>

@@ -3,8 +3,11 @@
 // type C (float for float32, double for float64).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "backends/common/binary_functors.h"
 #include "lumen/attributes.h"
 
 namespace lumen::math {
@@ -39,5 +42,56 @@ LUMEN_SIMPLE_FUNCTOR(Softsign, x / (C(1) + std::abs(x)))
 LUMEN_SIMPLE_FUNCTOR(Mish, x *std::tanh(x > C(20) ? x : std::log1p(std::exp(x))))
 
 #undef LUMEN_SIMPLE_FUNCTOR
+
+// Activations with attributes, computed in double.
+struct Selu {
+  double alpha, gamma;
+  explicit Selu(const Attributes &a)
+      : alpha(a.get_float("alpha", 1.67326319217681884765625)),
+        gamma(a.get_float("gamma", 1.05070102214813232421875)) {}
+  template <class C>
+  C operator()(C x) const {
+    return C(x > C(0) ? gamma * double(x) : gamma * (alpha * std::exp(double(x)) - alpha));
+  }
+};
+struct Celu {
+  double alpha;
+  explicit Celu(const Attributes &a) : alpha(a.get_float("alpha", 1.0)) {}
+  template <class C>
+  C operator()(C x) const {
+    return C(std::max(0.0, double(x)) + std::min(0.0, alpha * (std::exp(double(x) / alpha) - 1.0)));
+  }
+};
+struct ThresholdedRelu {
+  double alpha;
+  explicit ThresholdedRelu(const Attributes &a) : alpha(a.get_float("alpha", 1.0)) {}
+  template <class C>
+  C operator()(C x) const {
+    return double(x) > alpha ? x : C(0);
+  }
+};
+struct Sign {
+  explicit Sign(const Attributes &) {}
+  template <class C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>)
+      if (std::isnan(x)) return x;
+    return x > C(0) ? C(1) : x < C(0) ? C(-1) : C(0);
+  }
+};
+// shrink: x < -lambd -> x + bias; x > lambd -> x - bias; else 0.
+struct Shrink {
+  double bias, lambd;
+  explicit Shrink(const Attributes &a)
+      : bias(a.get_float("bias", 0.0)), lambd(a.get_float("lambd", 0.5)) {}
+  template <class C>
+  C operator()(C x) const {
+    const double v = double(x);
+    if (v < -lambd) return bin::convert<C>(v + bias);
+    if (v > lambd) return bin::convert<C>(v - bias);
+    return C(0);
+  }
+};
+
 
 }  // namespace lumen::math

@@ -183,6 +183,7 @@ LUMEN_CPU_BINARY("div", bin::Div);
 LUMEN_CPU_BINARY("maximum", bin::Maximum);
 LUMEN_CPU_BINARY("minimum", bin::Minimum);
 LUMEN_CPU_BINARY("pow", bin::Pow);
+LUMEN_CPU_BINARY("prelu", bin::PRelu);
 
 }  // namespace
 }  // namespace lumen

@@ -1,7 +1,7 @@
-// CPU element-wise math (trigonometric, hyperbolic, rounding, reciprocal, softsign, mish) with
-// the formulas every backend shares (backends/common/math_functors.h), float32 and float64, split
-// over the pool; and abs/neg of integers (T5's relative-position buckets). Rotary embeddings'
-// sin/cos run here.
+// CPU element-wise math (trigonometric, hyperbolic, rounding, reciprocal, softsign, mish, selu,
+// celu, thresholded relu) with the formulas every backend shares (backends/common/math_functors.h),
+// float32 and float64, split over the pool; abs/neg of integers (T5's relative-position buckets);
+// sign and shrink of floats and integers. Rotary embeddings' sin/cos run here.
 #include <cstdlib>
 
 #include "backends/common/math_functors.h"
@@ -49,6 +49,17 @@ void integer_unary(KernelContext &ctx) {
   unary_typed<F, int32_t>(ctx);
 }
 
+template <class F>
+void numeric_unary(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Float32:
+    case DType::Float64:
+      return unary<F>(ctx);
+    default:
+      return integer_unary<F>(ctx);
+  }
+}
+
 #define LUMEN_CPU_MATH(name, F) \
   LUMEN_REGISTER_KERNEL("cpu", name, unary<math::F>, DType::Float32, DType::Float64)
 LUMEN_CPU_MATH("sin", Sin);
@@ -68,6 +79,13 @@ LUMEN_CPU_MATH("ceil", Ceil);
 LUMEN_CPU_MATH("round", Round);
 LUMEN_CPU_MATH("softsign", Softsign);
 LUMEN_CPU_MATH("mish", Mish);
+LUMEN_CPU_MATH("selu", Selu);
+LUMEN_CPU_MATH("celu", Celu);
+LUMEN_CPU_MATH("thresholded_relu", ThresholdedRelu);
+LUMEN_REGISTER_KERNEL("cpu", "sign", numeric_unary<math::Sign>, DType::Float32, DType::Float64,
+                      DType::Int32, DType::Int64);
+LUMEN_REGISTER_KERNEL("cpu", "shrink", numeric_unary<math::Shrink>, DType::Float32, DType::Float64,
+                      DType::Int32, DType::Int64);
 LUMEN_REGISTER_KERNEL("cpu", "abs", integer_unary<IntAbs>, DType::Int32, DType::Int64);
 LUMEN_REGISTER_KERNEL("cpu", "neg", integer_unary<IntNeg>, DType::Int32, DType::Int64);
 

@@ -14,55 +14,6 @@ using namespace math;  // Sin, Cos, ... from backends/common/math_functors.h
 
 #define LUMEN_FLOAT_DTYPES DType::Float32, DType::Float64, DType::Float16, DType::BFloat16
 
-struct Selu {
-  double alpha, gamma;
-  explicit Selu(const Attributes &a)
-      : alpha(a.get_float("alpha", 1.67326319217681884765625)),
-        gamma(a.get_float("gamma", 1.05070102214813232421875)) {}
-  template <class C>
-  C operator()(C x) const {
-    return C(x > C(0) ? gamma * double(x) : gamma * (alpha * std::exp(double(x)) - alpha));
-  }
-};
-struct Celu {
-  double alpha;
-  explicit Celu(const Attributes &a) : alpha(a.get_float("alpha", 1.0)) {}
-  template <class C>
-  C operator()(C x) const {
-    return C(std::max(0.0, double(x)) + std::min(0.0, alpha * (std::exp(double(x) / alpha) - 1.0)));
-  }
-};
-struct ThresholdedRelu {
-  double alpha;
-  explicit ThresholdedRelu(const Attributes &a) : alpha(a.get_float("alpha", 1.0)) {}
-  template <class C>
-  C operator()(C x) const {
-    return double(x) > alpha ? x : C(0);
-  }
-};
-struct Sign {
-  explicit Sign(const Attributes &) {}
-  template <class C>
-  C operator()(C x) const {
-    if constexpr (std::is_floating_point_v<C>)
-      if (std::isnan(x)) return x;
-    return x > C(0) ? C(1) : x < C(0) ? C(-1) : C(0);
-  }
-};
-// shrink: x < -lambd -> x + bias; x > lambd -> x - bias; else 0.
-struct Shrink {
-  double bias, lambd;
-  explicit Shrink(const Attributes &a)
-      : bias(a.get_float("bias", 0.0)), lambd(a.get_float("lambd", 0.5)) {}
-  template <class C>
-  C operator()(C x) const {
-    const double v = double(x);
-    if (v < -lambd) return bin::convert<C>(v + bias);
-    if (v > lambd) return bin::convert<C>(v - bias);
-    return C(0);
-  }
-};
-
 // Most ops are float-only; these also run on integers.
 template <class F>
 inline constexpr bool kAnyNumeric = std::is_same_v<F, Sign> || std::is_same_v<F, Shrink>;
