@@ -245,7 +245,8 @@ TEST(CpuCoverage, AxisScans) {
         for (int64_t axis : {0, 1, 2, -1})
           expect_same(op, {x}, {{"axis", axis}, {"select_last_index", last}, {"keepdims", keep}});
         for (const Tensor &t : {i32, i64, d})
-          for (int64_t axis : {0, 1}) expect_same(op, {t}, {{"axis", axis}, {"select_last_index", last}});
+          for (int64_t axis : {0, 1})
+            expect_same(op, {t}, {{"axis", axis}, {"select_last_index", last}});
       }
   for (int64_t n : {1, 15, 16, 17, 70})
     expect_same("argmax", {random_tensor({3, n}, 43 + n, -2, 2)}, {{"axis", int64_t{-1}}});
@@ -265,6 +266,23 @@ TEST(CpuCoverage, AxisScans) {
         expect_same("cumsum", {i64, Tensor::from_vector<int64_t>({}, {axis % 2})}, attrs);
       }
     }
+}
+
+// OneHot on every axis, negative and out-of-range indices (int64 and float), int32 output values.
+TEST(CpuCoverage, OneHot) {
+  Tensor idx = ints({4, 5, 3}, 45, -9, 9);
+  Tensor fidx = random_tensor({4, 5, 3}, 46, -9, 9);
+  fidx.data<float>()[0] = NAN;
+  fidx.data<float>()[1] = 1e30f;
+  const Tensor values = Tensor::from_vector<float>({2}, {-0.5f, 3.25f});
+  const Tensor ivalues = Tensor::from_vector<int32_t>({2}, {0, 7});
+  const Tensor depth = Tensor::from_vector<int64_t>({}, {7});
+  for (int64_t axis : {-1, 0, 1, 2, 3}) {
+    expect_same("one_hot", {idx, depth, values}, {{"axis", axis}});
+    expect_same("one_hot", {idx, depth, ivalues}, {{"axis", axis}});
+    expect_same("one_hot", {fidx, Tensor::from_vector<float>({1}, {7.f}), values},
+                {{"axis", axis}});
+  }
 }
 
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.

@@ -299,6 +299,22 @@ TEST(MovementTest, CpuMatchesReference) {
     EXPECT_TRUE(cpu_same_bytes("tile", {random_any({4, 1}, dtype, seed++), i64({2, 33})}));
     EXPECT_TRUE(cpu_same_bytes("tile", {random_any({1, 1, 6}, dtype, seed++), i64({5, 1, 2})}));
     EXPECT_TRUE(cpu_same_bytes("tile", {random_any({}, dtype, seed++), i64({})}));
+    // Trilu: both halves, diagonals inside and far outside the matrix (no k input: 0).
+    for (int64_t upper : {0, 1}) {
+      const Attributes attrs{{"upper", upper}};
+      EXPECT_TRUE(cpu_same_bytes("trilu", {x}, attrs));
+      for (int64_t k : std::vector<int64_t>{-9, -3, -1, 1, 4, 6, 8, INT64_MAX, INT64_MIN})
+        EXPECT_TRUE(cpu_same_bytes("trilu", {x, Tensor::from_vector<int64_t>({}, {k})}, attrs));
+    }
+    // DepthToSpace / SpaceToDepth, both channel orders.
+    for (const std::string mode : {"DCR", "CRD"})
+      for (int64_t b : {2, 3}) {
+        const Attributes attrs{{"blocksize", b}, {"mode", mode}};
+        EXPECT_TRUE(cpu_same_bytes("depth_to_space",
+                                   {random_any({2, 2 * b * b, 3, 5}, dtype, seed++)}, attrs));
+        EXPECT_TRUE(cpu_same_bytes("space_to_depth",
+                                   {random_any({2, 3, 2 * b, 5 * b}, dtype, seed++)}, attrs));
+      }
   }
   EXPECT_TRUE(
       cpu_same_bytes("tile", {random_any({2, 300, 70}, DType::Float32, 8), i64({3, 2, 5})}));

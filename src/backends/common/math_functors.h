@@ -93,5 +93,4 @@ struct Shrink {
   }
 };
 
-
 }  // namespace lumen::math

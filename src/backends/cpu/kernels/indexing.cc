@@ -1,5 +1,8 @@
 // CPU gather (any dtype): indices are validated once, then contiguous slices are copied in
 // parallel over (outer, index) pairs. The embedding lookup of transformers is this op.
+//
+// And one_hot (any output dtype, numeric indices): the output filled with `off` in parallel,
+// then one `on` written per index.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -52,6 +55,70 @@ void gather(KernelContext &ctx) {
   });
 }
 
+// Index i of `t` as int64; floats truncate toward zero, and those out of int64's range (or NaN)
+// give `fallback`.
+int64_t index_at(const KernelContext &ctx, const Tensor &t, int64_t i, int64_t fallback) {
+  const auto from_float = [&](double v) {
+    return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : fallback;
+  };
+  switch (t.dtype()) {
+    case DType::Float32:
+      return from_float(t.data<float>()[i]);
+    case DType::Float64:
+      return from_float(t.data<double>()[i]);
+    case DType::Int8:
+      return t.data<int8_t>()[i];
+    case DType::Int16:
+      return t.data<int16_t>()[i];
+    case DType::Int32:
+      return t.data<int32_t>()[i];
+    case DType::Int64:
+      return t.data<int64_t>()[i];
+    case DType::UInt8:
+      return t.data<uint8_t>()[i];
+    default:
+      ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
+  }
+}
+
+// y[outer, depth, inner]: `on` where the index of (outer, inner) is the depth position (negative
+// indices count from the end), `off` elsewhere; indices out of range leave their column off.
+void one_hot(KernelContext &ctx) {
+  const Tensor &idx = ctx.input(0), &depth_t = ctx.input(1), &values = ctx.input(2);
+  Tensor &y = ctx.output(0);
+  if (depth_t.numel() != 1) ctx.fail("depth must hold exactly one value");
+  const int64_t depth = index_at(ctx, depth_t, 0, 0);
+  if (values.numel() != 2 || values.dtype() != y.dtype())
+    ctx.fail("values must hold [off, on] of the output dtype");
+  const auto rank = static_cast<int64_t>(idx.rank()) + 1;
+  int64_t axis = ctx.attrs.get_int("axis", -1);
+  if (axis < -rank || axis >= rank) ctx.fail("axis ", axis, " is out of range for rank ", rank);
+  if (axis < 0) axis += rank;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= idx.shape()[static_cast<size_t>(d)];
+  const int64_t inner = idx.numel() / std::max<int64_t>(1, outer);
+  if (checked_mul(outer * inner, depth) != y.numel())
+    ctx.fail("output ", y.shape().to_string(), " does not match indices ", idx.shape().to_string(),
+             " and depth ", depth);
+  const size_t elem = dtype_size(y.dtype());
+  const auto *off = static_cast<const char *>(values.raw_data()), *on = off + elem;
+  auto *dst = static_cast<char *>(y.raw_data());
+  ctx.pool.parallel_for(y.numel(), kGrainBytes / static_cast<int64_t>(elem),
+                        [&](int64_t b, int64_t e) {
+                          for (int64_t i = b; i < e; ++i)
+                            std::memcpy(dst + static_cast<size_t>(i) * elem, off, elem);
+                        });
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t v = index_at(ctx, idx, o * inner + in, -1 - depth);
+      if (v < 0) v += depth;
+      if (v < 0 || v >= depth) continue;
+      std::memcpy(dst + static_cast<size_t>((o * depth + v) * inner + in) * elem, on, elem);
+    }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "one_hot", one_hot, DType::Float32, DType::Float64, DType::Int8,
+                      DType::Int16, DType::Int32, DType::Int64, DType::UInt8);
 LUMEN_REGISTER_KERNEL("cpu", "gather", gather, DType::Float32, DType::Float16, DType::BFloat16,
                       DType::Float64, DType::Int8, DType::Int16, DType::Int32, DType::Int64,
                       DType::UInt8, DType::Bool);

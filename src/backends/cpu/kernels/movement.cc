@@ -3,7 +3,8 @@
 // times the input's stride, or 0 for a broadcast dim. Output rows are processed in parallel; a
 // row whose input stride is one element is a memcpy.
 //
-// Tile, any dtype, by copying finished blocks of the output (below).
+// Tile, any dtype, by copying finished blocks of the output (below); trilu and eye_like by rows,
+// each a copied (or one-valued) run between zeroed ones.
 //
 // And pad, every mode (constant, edge, reflect, wrap), any dtype of 1, 2, 4 or 8 bytes, pads
 // negative (cropping) as well, by output rows (all dims but the last): a row whose leading
@@ -186,6 +187,38 @@ void tile(KernelContext &ctx) {
   }
 }
 
+// Trilu over the last two dims [m, n]: row i keeps columns j with j - i >= k (upper) or
+// j - i <= k (lower), one memcpy between zeroed runs (zero bytes are zero in every dtype).
+void trilu(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  if (y.numel() == 0) return;
+  const int64_t k = ctx.has_input(1) ? ctx.input_ints(1).at(0) : 0;
+  const bool upper = ctx.attrs.get_int("upper", 1) != 0;
+  const size_t r = x.rank();
+  const int64_t m = x.shape()[r - 2], n = x.shape()[r - 1], rows = x.numel() / n;
+  const auto elem = static_cast<int64_t>(dtype_size(x.dtype()));
+  const auto *src = static_cast<const char *>(x.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  ctx.pool.parallel_for(
+      rows, std::max<int64_t>(1, kRowGrain / (n * elem)), [&](int64_t r0, int64_t r1) {
+        for (int64_t row = r0; row < r1; ++row) {
+          // Kept columns [lo, hi), clamped to the row; i + k cannot overflow (|k| is a dim size or
+          // less once clamped).
+          const int64_t i = row % m, shift = std::clamp(k, -n - m, n + m);
+          const int64_t lo = upper ? std::clamp(i + shift, int64_t{0}, n) : 0;
+          const int64_t hi = upper ? n : std::clamp(i + shift + 1, int64_t{0}, n);
+          char *out = dst + row * n * elem;
+          const char *in = src + row * n * elem;
+          std::memset(out, 0, static_cast<size_t>(lo * elem));
+          if (hi > lo)
+            std::memcpy(out + lo * elem, in + lo * elem, static_cast<size_t>((hi - lo) * elem));
+          std::memset(out + std::max(lo, hi) * elem, 0,
+                      static_cast<size_t>((n - std::max(lo, hi)) * elem));
+        }
+      });
+}
+
 enum class Mode { Constant, Edge, Reflect, Wrap };
 
 // The input index of output index `out` along a dim of size `dim` padded by `begin` in front, or
@@ -289,6 +322,7 @@ LUMEN_REGISTER_KERNEL("cpu", "split", split, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "expand", expand, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "pad", pad, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "tile", tile, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "trilu", trilu, LUMEN_ALL_DTYPES);
 
 }  // namespace
 }  // namespace lumen

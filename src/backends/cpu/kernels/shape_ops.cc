@@ -132,15 +132,13 @@ void transpose_tiled(ThreadPool &pool, const E *src, E *dst, const Transposition
   });
 }
 
-void transpose(KernelContext &ctx) {
+// y = x viewed as `shape` (x's own, or a reshape of it), permuted by `perm`.
+void transpose_view(KernelContext &ctx, const Shape &shape, const std::vector<int64_t> &perm) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const size_t rank = x.rank();
   const int64_t n = x.numel();
   if (n == 0) return;
-  std::vector<int64_t> reversed(rank);
-  for (size_t i = 0; i < rank; ++i) reversed[i] = static_cast<int64_t>(rank - 1 - i);
-  const Transposition t = simplify(x.shape(), ctx.attrs.get_ints("perm", reversed));
+  const Transposition t = simplify(shape, perm);
   const auto elem = static_cast<int64_t>(dtype_size(x.dtype()));
   const auto *src = static_cast<const char *>(x.raw_data());
   auto *dst = static_cast<char *>(y.raw_data());
@@ -184,6 +182,35 @@ void transpose(KernelContext &ctx) {
     default:
       ctx.fail("unsupported element size ", elem);
   }
+}
+
+void transpose(KernelContext &ctx) {
+  const Shape &shape = ctx.input(0).shape();
+  std::vector<int64_t> reversed(shape.rank());
+  for (size_t i = 0; i < reversed.size(); ++i)
+    reversed[i] = static_cast<int64_t>(reversed.size() - 1 - i);
+  transpose_view(ctx, shape, ctx.attrs.get_ints("perm", reversed));
+}
+
+// DepthToSpace: x [N, C, H, W] viewed as [N, b, b, C/b², H, W] (DCR) or [N, C/b², b, b, H, W]
+// (CRD), transposed to [N, C/b², H, b, W, b].
+void depth_to_space(KernelContext &ctx) {
+  const Shape &x = ctx.input(0).shape();
+  const int64_t b = ctx.attrs.get_int("blocksize", 1), c = ctx.output(0).shape()[1];
+  if (ctx.attrs.get_string("mode", "DCR") == "CRD")
+    return transpose_view(ctx, Shape{x[0], c, b, b, x[2], x[3]}, {0, 1, 4, 2, 5, 3});
+  transpose_view(ctx, Shape{x[0], b, b, c, x[2], x[3]}, {0, 3, 4, 1, 5, 2});
+}
+
+// SpaceToDepth: x [N, C, H, W] viewed as [N, C, H/b, b, W/b, b], transposed to
+// [N, b, b, C, H/b, W/b] (DCR) or [N, C, b, b, H/b, W/b] (CRD).
+void space_to_depth(KernelContext &ctx) {
+  const Shape &x = ctx.input(0).shape();
+  const int64_t b = ctx.attrs.get_int("blocksize", 1);
+  const Shape view{x[0], x[1], x[2] / b, b, x[3] / b, b};
+  if (ctx.attrs.get_string("mode", "DCR") == "CRD")
+    return transpose_view(ctx, view, {0, 1, 3, 5, 2, 4});
+  transpose_view(ctx, view, {0, 3, 5, 1, 2, 4});
 }
 
 // The output is `outer` rows, each the concatenation of one row from every input.
@@ -230,6 +257,8 @@ LUMEN_REGISTER_KERNEL("cpu", "unsqueeze", reshape, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "flatten", reshape, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "transpose", transpose, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "concat", concat, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "depth_to_space", depth_to_space, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "space_to_depth", space_to_depth, LUMEN_ALL_DTYPES);
 
 }  // namespace
 }  // namespace lumen

@@ -248,13 +248,17 @@ void scatter_nd(KernelContext &ctx) {
 
 // ---- one_hot / non_zero / compress ------------------------------------------------------------
 
-// A numeric element as int64 (floats truncate toward zero).
+// A numeric element as int64 (floats truncate toward zero; NaN and those beyond int64's range,
+// which have no int64 value, give INT64_MIN: out of range as an index or a depth).
 int64_t numeric_at(const KernelContext &ctx, const Tensor &t, int64_t i) {
+  const auto from_float = [](double v) {
+    return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : INT64_MIN;
+  };
   switch (t.dtype()) {
     case DType::Float32:
-      return static_cast<int64_t>(t.data<float>()[i]);
+      return from_float(t.data<float>()[i]);
     case DType::Float64:
-      return static_cast<int64_t>(t.data<double>()[i]);
+      return from_float(t.data<double>()[i]);
     case DType::Int8:
       return t.data<int8_t>()[i];
     case DType::Int16:
