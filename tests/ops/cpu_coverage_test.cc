@@ -189,6 +189,52 @@ TEST(CpuCoverage, ConvNd) {
   }
 }
 
+// The N-D pools: 1-D, 2-D and 3-D, strides, dilations, pads (and ceil mode's partial windows),
+// both average divisors, Lp norms, max indices in both storage orders, int8/uint8 max.
+TEST(CpuCoverage, PoolNd) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    int64_t ceil;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 50}, {3}, {2}, {1, 1}, {1}, 0},
+      {{1, 4, 37}, {4}, {3}, {0, 2}, {2}, 1},
+      {{2, 2, 9, 11}, {3, 2}, {2, 1}, {1, 0, 1, 1}, {1, 2}, 1},
+      {{1, 2, 5, 7, 6}, {2, 3, 2}, {2, 2, 1}, {0, 1, 1, 1, 1, 0}, {1, 1, 2}, 0},
+      {{1, 3, 4, 6, 8}, {3, 3, 3}, {1, 2, 3}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1},
+  };
+  for (const Case &c : cases) {
+    Tensor x = random_tensor(c.x, 47, -3, 3);
+    for (int64_t i = 0; i < x.numel(); i += 5) x.data<float>()[i] = std::round(x.data<float>()[i]);
+    const Attributes geometry{{"kernel_shape", c.kernel}, {"strides", c.strides},
+                              {"pads", c.pads}, {"ceil_mode", c.ceil}};
+    Attributes dilated = geometry;
+    dilated.set("dilations", c.dilations);
+    for (int64_t order : {0, 1}) {
+      Attributes max = dilated;
+      max.set("storage_order", order);
+      expect_same("max_pool_nd", {x}, max);
+    }
+    for (int64_t include : {0, 1}) {
+      Attributes avg = dilated;
+      avg.set("count_include_pad", include);
+      expect_same("avg_pool_nd", {x}, avg, 1e-6);
+    }
+    for (double p : {1.0, 2.0, 3.0}) {
+      Attributes lp = geometry;
+      lp.set("p", p);
+      expect_same("lp_pool", {x}, lp, 1e-5);
+    }
+    for (DType dtype : {DType::Int8, DType::UInt8}) {
+      Tensor q = Tensor::empty(c.x, dtype);
+      for (int64_t i = 0; i < q.numel(); ++i)
+        static_cast<uint8_t *>(q.raw_data())[i] = static_cast<uint8_t>(i * 37 % 251);
+      expect_same("max_pool_nd", {q}, dilated);
+    }
+  }
+}
+
 TEST(CpuCoverage, ElementwiseMath) {
   const Tensor x = random_tensor({7, 300}, 27, -0.95, 0.95);  // inside every op's domain
   const Tensor big = random_tensor({7, 300}, 28, 1.05, 30);   // acosh
