@@ -1,5 +1,8 @@
 // Quantization ops on the reference backend: hand-computed values (round half to even,
-// saturation, per-tensor / per-axis / blocked parameters) and errors.
+// saturation, per-tensor / per-axis / blocked parameters) and errors; the CPU Q/DQ kernels against
+// the reference, byte for byte.
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -192,6 +195,57 @@ TEST(QuantizeOp, NarrowTypes) {
   EXPECT_THROW(run1("quantize_linear", {t<float>({1}, {1}), t<float>({}, {1})},
                     {{"dtype", std::string("float8_e8m0fnu")}}),
                Error);
+}
+
+// Q then DQ on the CPU and the reference: every 8/16-bit type (by the zero point's dtype), per
+// tensor, per axis and per block, without a zero point, a float64 scale; NaN, infinities, halves
+// (ties to even) and values far out of range.
+TEST(QuantizeOp, CpuMatchesReference) {
+  const Shape shape{3, 5, 70};
+  Tensor x = testing::random_tensor(shape, 7, -300, 300);
+  float *v = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); i += 9) v[i] = std::round(v[i]) + 0.5f;  // ties
+  v[1] = NAN;
+  v[2] = INFINITY;
+  v[3] = -INFINITY;
+  v[4] = 1e30f;
+  const auto same = [](const std::string &op, const std::vector<Tensor> &inputs,
+                       const Attributes &attrs) {
+    const Tensor want = call_op(op, inputs, attrs, "reference").at(0);
+    const Tensor got = call_op(op, inputs, attrs, "cpu").at(0);
+    EXPECT_EQ(got.shape(), want.shape()) << op;
+    EXPECT_EQ(got.dtype(), want.dtype()) << op;
+    return want.nbytes() == got.nbytes() &&
+           std::memcmp(want.raw_data(), got.raw_data(), want.nbytes()) == 0;
+  };
+  struct Params {
+    Shape scale;
+    Attributes attrs;
+  };
+  const std::vector<Params> params = {
+      {{}, {}},
+      {{5}, {{"axis", int64_t{1}}}},
+      {{70}, {{"axis", int64_t{-1}}}},
+      {{3, 2, 70}, {{"axis", int64_t{1}}, {"block_size", int64_t{3}}}},
+  };
+  for (const Params &p : params) {
+    const Tensor scale = testing::random_tensor(p.scale, 8, 0.05, 3);
+    for (DType q : {DType::UInt8, DType::Int8, DType::UInt16, DType::Int16}) {
+      Tensor zero = Tensor::zeros(p.scale, q);
+      for (int64_t i = 0; i < zero.numel(); ++i)  // a few small zero points of either sign
+        static_cast<uint8_t *>(zero.raw_data())[i * dtype_size(q)] = uint8_t(i * 7 % 60);
+      const Tensor qx = call_op("quantize_linear", {x, scale, zero}, p.attrs, "reference").at(0);
+      EXPECT_TRUE(same("quantize_linear", {x, scale, zero}, p.attrs)) << dtype_name(q);
+      EXPECT_TRUE(same("dequantize_linear", {qx, scale, zero}, p.attrs)) << dtype_name(q);
+      EXPECT_TRUE(same("dequantize_linear", {qx, scale}, p.attrs)) << dtype_name(q);
+    }
+    EXPECT_TRUE(same("quantize_linear", {x, scale}, p.attrs));  // uint8, no zero point
+    const Tensor scale64 = testing::random_tensor(p.scale, 9, 0.05, 3, DType::Float64);
+    EXPECT_TRUE(same("quantize_linear", {x, scale64}, p.attrs));
+  }
+  const Tensor i32 = testing::random_tensor({4, 300}, 10, -1e6, 1e6, DType::Int32);
+  EXPECT_TRUE(same("dequantize_linear", {i32, t<float>({}, {0.001f})}, {}));
+  EXPECT_TRUE(same("dequantize_linear", {i32, t<double>({}, {0.001})}, {}));
 }
 
 }  // namespace
