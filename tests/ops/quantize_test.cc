@@ -243,6 +243,9 @@ TEST(QuantizeOp, CpuMatchesReference) {
     const Tensor scale64 = testing::random_tensor(p.scale, 9, 0.05, 3, DType::Float64);
     EXPECT_TRUE(same("quantize_linear", {x, scale64}, p.attrs));
   }
+  for (float s : {1.0f, 0.5f})  // x / scale exactly halfway between integers: ties to even
+    for (DType q : {DType::UInt8, DType::Int8, DType::Int16})
+      EXPECT_TRUE(same("quantize_linear", {x, t<float>({}, {s}), Tensor::zeros({}, q)}, {}));
   const Tensor i32 = testing::random_tensor({4, 300}, 10, -1e6, 1e6, DType::Int32);
   EXPECT_TRUE(same("dequantize_linear", {i32, t<float>({}, {0.001f})}, {}));
   EXPECT_TRUE(same("dequantize_linear", {i32, t<double>({}, {0.001})}, {}));
