@@ -331,6 +331,45 @@ TEST(CpuCoverage, OneHot) {
   }
 }
 
+// Einsum through the GEMM: matrix and batched products with either operand transposed, attention's
+// two products, outer products, transposes, sums, three operands, ellipses; diagonals and
+// broadcast ellipsis dims (the reference kernel's cases) still right.
+TEST(CpuCoverage, Einsum) {
+  struct Case {
+    std::string equation;
+    std::vector<Shape> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk->ik", {{7, 9}, {9, 5}}},
+      {"ij,kj->ik", {{7, 9}, {5, 9}}},
+      {"ji,jk->ik", {{9, 7}, {9, 5}}},
+      {"bij,bjk->bik", {{3, 4, 6}, {3, 6, 5}}},
+      {"bhqd,bhkd->bhqk", {{2, 3, 5, 8}, {2, 3, 7, 8}}},
+      {"bhqk,bhkd->bhqd", {{2, 3, 5, 7}, {2, 3, 7, 8}}},
+      {"bhqk,bkhd->bqhd", {{2, 3, 5, 7}, {2, 7, 3, 8}}},
+      {"i,j->ij", {{6}, {4}}},
+      {"i,i->", {{300}, {300}}},
+      {"ij,ij->ij", {{3, 5}, {3, 5}}},
+      {"ij->ji", {{4, 6}}},
+      {"ijk->ki", {{4, 5, 6}}},
+      {"ij->", {{4, 6}}},
+      {"ijk,ikl->jl", {{3, 4, 5}, {3, 5, 6}}},
+      {"abc,cd,de->abe", {{2, 3, 4}, {4, 5}, {5, 6}}},
+      {"abc,ad->bd", {{3, 4, 5}, {3, 2}}},  // c summed away first
+      {"...ij,...jk->...ik", {{2, 3, 4, 5}, {2, 3, 5, 6}}},
+      {"ii->i", {{5, 5}}},
+      {"bij,jk->bik", {{64, 48, 32}, {32, 80}}},  // larger: threads inside one GEMM
+      {"...ij,...jk->...ik", {{1, 4, 5}, {3, 5, 2}}},  // broadcast: the reference's
+  };
+  uint64_t seed = 50;
+  for (const Case &c : cases) {
+    std::vector<Tensor> inputs;
+    for (const Shape &shape : c.shapes) inputs.push_back(random_tensor(shape, seed++));
+    SCOPED_TRACE(c.equation);
+    expect_same("einsum", inputs, {{"equation", c.equation}}, 1e-5);
+  }
+}
+
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.
 TEST(CpuCoverage, PRelu) {
   const Tensor x = random_tensor({2, 6, 9, 11}, 35, -3, 3);
