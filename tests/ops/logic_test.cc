@@ -107,9 +107,9 @@ TEST(LogicTest, WhereBroadcastsThreeWays) {
       {"where", "[3]", "[2]"});
 }
 
-// The CPU kernels (float32, int32, int64) against the reference: every comparison over broadcast
-// patterns, with ties and NaN; where with a scalar filler, same-shape x and y, a broadcast
-// condition, a scalar x, and x and y broadcasting differently (the reference fallback).
+// The CPU kernels against the reference: every comparison over broadcast patterns and numeric
+// dtypes, with ties and NaN; where with a scalar filler, same-shape x and y, a broadcast
+// condition, a scalar x, and all three broadcasting differently, for element sizes 1 to 8.
 TEST(LogicTest, CpuMatchesReference) {
   const auto expect_same = [](const Tensor &got, const Tensor &want, const std::string &what) {
     ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -119,18 +119,54 @@ TEST(LogicTest, CpuMatchesReference) {
   };
   // Integer-valued, so ties are common; float32 also gets a NaN.
   const auto values = [](const Shape &shape, uint64_t seed, DType dtype) {
-    Tensor t = testing::random_tensor(shape, seed, -3, 3, dtype);
-    if (dtype == DType::Float32) {
-      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::floor(t.data<float>()[i]);
-      if (t.numel() > 1) t.data<float>()[1] = NAN;
+    Tensor f = testing::random_tensor(shape, seed, -3, 3, DType::Float64);
+    Tensor t = Tensor::empty(shape, dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = std::floor(f.data<double>()[i]) + (i == 1 ? NAN : 0.0);
+      const auto u = static_cast<int64_t>(std::isnan(v) ? 0 : v);
+      switch (dtype) {
+        case DType::Float32:
+          t.data<float>()[i] = float(v);
+          break;
+        case DType::Float64:
+          t.data<double>()[i] = v;
+          break;
+        case DType::Int8:
+          t.data<int8_t>()[i] = int8_t(u);
+          break;
+        case DType::UInt8:
+          t.data<uint8_t>()[i] = uint8_t(u + 3);
+          break;
+        case DType::Int16:
+          t.data<int16_t>()[i] = int16_t(u);
+          break;
+        case DType::Int32:
+          t.data<int32_t>()[i] = int32_t(u);
+          break;
+        case DType::Int64:
+          t.data<int64_t>()[i] = u;
+          break;
+        case DType::UInt64:
+          t.data<uint64_t>()[i] = uint64_t(u + 3) << 40;
+          break;
+        case DType::Bool:
+          t.data<bool>()[i] = u > 0;
+          break;
+        default:
+          static_cast<uint16_t *>(t.raw_data())[i] = uint16_t(u * 1000 + 7);
+          break;
+      }
     }
     return t;
   };
+  const std::vector<DType> numeric = {DType::Float32, DType::Float64, DType::Int8,
+                                      DType::UInt8,   DType::Int16,   DType::Int32,
+                                      DType::Int64,   DType::UInt64,  DType::Bool};
   const std::vector<std::pair<Shape, Shape>> pairs = {
       {{2, 3, 70}, {2, 3, 70}}, {{2, 3, 70}, {70}}, {{2, 1, 70}, {3, 1}}, {{5}, {}}, {{}, {4, 1}}};
   uint64_t seed = 1;
   for (const std::string op : {"equal", "less", "greater", "less_equal", "greater_equal"})
-    for (DType dtype : {DType::Float32, DType::Int32, DType::Int64})
+    for (DType dtype : numeric)
       for (const auto &[sa, sb] : pairs) {
         const Tensor a = values(sa, seed++, dtype), b = values(sb, seed++, dtype);
         expect_same(call_op(op, {a, b}, {}, "cpu")[0], call_op(op, {a, b}, {}, "reference")[0],
@@ -143,8 +179,11 @@ TEST(LogicTest, CpuMatchesReference) {
                                                    {{2, 3, 70}, {70}, {70}},
                                                    {{2, 1, 70}, {2, 3, 70}, {2, 3, 70}},
                                                    {{2, 3, 70}, {}, {2, 3, 70}},
-                                                   {{2, 3, 70}, {3, 1}, {1, 70}}})
-    for (DType dtype : {DType::Float32, DType::Int32, DType::Int64}) {
+                                                   {{2, 3, 70}, {3, 1}, {1, 70}},
+                                                   {{2, 1, 70}, {3, 1}, {1, 70}},
+                                                   {{1, 5}, {4, 1}, {}}})
+    for (DType dtype : {DType::Float32, DType::Int32, DType::Int64, DType::Float64, DType::Int8,
+                        DType::Bool, DType::Float16}) {
       const Tensor c = call_op(
           "greater", {values(w.c, seed++, DType::Float32), Tensor::from_vector<float>({}, {0})})[0];
       const Tensor x = values(w.x, seed++, dtype), y = values(w.y, seed++, dtype);

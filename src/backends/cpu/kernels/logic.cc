@@ -1,10 +1,14 @@
-// CPU comparisons (equal, less, greater, less_equal, greater_equal) and where, for float32, int32
-// and int64 values: the broadcast collapsed into runs (backends/common/broadcast.h) and tight
-// loops compiled for the best vector ISA, split over the pool by output ranges. Attention masks
-// are built from these (where(mask == 0, -inf, scores)); the reference kernels index every element
-// through the broadcast, ~50x slower. Other dtypes, and a where whose x and y both broadcast
-// differently from the output, run the reference kernels.
+// CPU comparisons (equal, less, greater, less_equal, greater_equal) of the standard numeric dtypes
+// and bool, and where of any element size: the broadcast collapsed into runs
+// (backends/common/broadcast.h) and tight loops compiled for the best vector ISA, split over the
+// pool by output ranges. Attention masks are built from these (where(mask == 0, -inf, scores));
+// the reference kernels index every element through the broadcast, ~50x slower. A where whose x
+// and y both broadcast differently from the output walks output rows with per-row offsets;
+// comparisons of float16/bfloat16 run the reference kernels.
+#include <algorithm>
+#include <array>
 #include <type_traits>
+#include <vector>
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/broadcast.h"
@@ -16,13 +20,53 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 16;  // output elements per parallel chunk
 
-// Calls f with a value of the element type for float32, int32 and int64; false otherwise.
+// Calls f with a value of the element type for the standard numeric dtypes and bool; false for
+// the rest (float16/bfloat16, which compare as floats, and the narrow types).
 template <class F>
 bool visit_values(DType dtype, F &&f) {
-  if (dtype == DType::Float32) return f(float{}), true;
-  if (dtype == DType::Int32) return f(int32_t{}), true;
-  if (dtype == DType::Int64) return f(int64_t{}), true;
-  return false;
+  switch (dtype) {
+    case DType::Float32:
+      return f(float{}), true;
+    case DType::Float64:
+      return f(double{}), true;
+    case DType::Int8:
+      return f(int8_t{}), true;
+    case DType::Int16:
+      return f(int16_t{}), true;
+    case DType::Int32:
+      return f(int32_t{}), true;
+    case DType::Int64:
+      return f(int64_t{}), true;
+    case DType::UInt8:
+      return f(uint8_t{}), true;
+    case DType::UInt16:
+      return f(uint16_t{}), true;
+    case DType::UInt32:
+      return f(uint32_t{}), true;
+    case DType::UInt64:
+      return f(uint64_t{}), true;
+    case DType::Bool:
+      return f(bool{}), true;
+    default:
+      return false;
+  }
+}
+
+// Calls f with an unsigned type of the element's size (where only moves elements).
+template <class F>
+bool visit_bytes(DType dtype, F &&f) {
+  switch (dtype_size(dtype)) {
+    case 1:
+      return f(uint8_t{}), true;
+    case 2:
+      return f(uint16_t{}), true;
+    case 4:
+      return f(uint32_t{}), true;
+    case 8:
+      return f(uint64_t{}), true;
+    default:
+      return false;
+  }
 }
 
 template <class F, class T>
@@ -64,9 +108,10 @@ void compare(KernelContext &ctx) {
 template <class T>
 void where_typed(KernelContext &ctx, const BroadcastLoop &runs, bool v_is_x, bool other_scalar) {
   const bool *pc = ctx.input(0).data<bool>();
-  const T *pv = ctx.input(v_is_x ? 1 : 2).data<T>();
-  const T *po = ctx.input(v_is_x ? 2 : 1).data<T>();
-  T *py = ctx.output(0).data<T>();
+  // T is an unsigned type of the element's size: the tensors are read as bytes.
+  const auto *pv = static_cast<const T *>(ctx.input(v_is_x ? 1 : 2).raw_data());
+  const auto *po = static_cast<const T *>(ctx.input(v_is_x ? 2 : 1).raw_data());
+  auto *py = static_cast<T *>(ctx.output(0).raw_data());
   const bool c_walks = runs.a_walks(), v_walks = runs.b_walks();
   ctx.pool.parallel_for(ctx.output(0).numel(), kGrain, [&](int64_t begin, int64_t end) {
     vec::run_best([&]() LUMEN_VEC_INLINE {
@@ -84,10 +129,53 @@ void where_typed(KernelContext &ctx, const BroadcastLoop &runs, bool v_is_x, boo
   });
 }
 
+// where(c, x, y) for any broadcast of the three: per output row (all dims but the last), each
+// input's offset found once, then a loop whose strides are 0 or 1.
+template <class T>
+void where_general(KernelContext &ctx) {
+  const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
+  Tensor &out = ctx.output(0);
+  const Shape &shape = out.shape();
+  const size_t rank = shape.rank();
+  // Per output dim, each input's stride (0 where it broadcasts).
+  std::array<std::vector<int64_t>, 3> strides;
+  const std::array<const Shape *, 3> shapes{&c.shape(), &x.shape(), &y.shape()};
+  for (size_t k = 0; k < 3; ++k) {
+    const Shape &s = *shapes[k];
+    strides[k].assign(rank, 0);
+    int64_t stride = 1;
+    for (size_t d = s.rank(); d-- > 0;) {
+      if (s[d] != 1) strides[k][rank - s.rank() + d] = stride;
+      stride *= s[d];
+    }
+  }
+  const int64_t inner = rank ? shape[rank - 1] : 1, rows = out.numel() / inner;
+  const bool *pc = c.data<bool>();
+  const auto *px = static_cast<const T *>(x.raw_data()), *py = static_cast<const T *>(y.raw_data());
+  auto *po = static_cast<T *>(out.raw_data());
+  ctx.pool.parallel_for(rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      std::array<int64_t, 3> offset{};
+      for (int64_t rem = row, d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+        const int64_t i = rem % shape[static_cast<size_t>(d)];
+        rem /= shape[static_cast<size_t>(d)];
+        for (size_t k = 0; k < 3; ++k) offset[k] += i * strides[k][static_cast<size_t>(d)];
+      }
+      const int64_t sc = rank ? strides[0][rank - 1] : 0, sx = rank ? strides[1][rank - 1] : 0,
+                    sy = rank ? strides[2][rank - 1] : 0;
+      const bool *cr = pc + offset[0];
+      const T *xr = px + offset[1], *yr = py + offset[2];
+      T *o = po + row * inner;
+      for (int64_t i = 0; i < inner; ++i) o[i] = cr[i * sc] ? xr[i * sx] : yr[i * sy];
+    }
+  });
+}
+
 void where(KernelContext &ctx) {
   const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
   Tensor &out = ctx.output(0);
   if (out.numel() == 0) return;
+  if (x.dtype() != y.dtype()) ctx.fail("x and y differ in dtype");
   // v: the input the loop walks with the condition; the other is a single element or v's shape.
   const bool y_follows = y.numel() == 1 || y.shape() == x.shape();
   const bool x_follows = x.numel() == 1;
@@ -95,15 +183,20 @@ void where(KernelContext &ctx) {
   const bool v_is_x = y_follows;
   const Tensor &v = v_is_x ? x : y;
   const bool other_scalar = v_is_x ? y.numel() == 1 : true;
-  if (x.dtype() != y.dtype() || (!y_follows && !x_follows) ||
-      !runs.init(c.shape(), v.shape(), out.shape()) || !visit_values(x.dtype(), [&](auto tag) {
-        where_typed<decltype(tag)>(ctx, runs, v_is_x, other_scalar);
+  const bool fast = (y_follows || x_follows) && runs.init(c.shape(), v.shape(), out.shape());
+  if (!visit_bytes(x.dtype(), [&](auto tag) {
+        if (fast)
+          where_typed<decltype(tag)>(ctx, runs, v_is_x, other_scalar);
+        else
+          where_general<decltype(tag)>(ctx);
       }))
     run_reference_kernel(ctx);
 }
 
-#define LUMEN_CPU_COMPARE(name, F) \
-  LUMEN_REGISTER_KERNEL("cpu", name, compare<F>, DType::Float32, DType::Int32, DType::Int64)
+#define LUMEN_CPU_COMPARE(name, F)                                                             \
+  LUMEN_REGISTER_KERNEL("cpu", name, compare<F>, DType::Float32, DType::Float64, DType::Int8,  \
+                        DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, \
+                        DType::UInt32, DType::UInt64, DType::Bool)
 LUMEN_CPU_COMPARE("equal", bin::Equal);
 LUMEN_CPU_COMPARE("less", bin::Less);
 LUMEN_CPU_COMPARE("greater", bin::Greater);
