@@ -251,5 +251,83 @@ TEST(QuantizeOp, CpuMatchesReference) {
   EXPECT_TRUE(same("dequantize_linear", {i32, t<double>({}, {0.001})}, {}));
 }
 
+// 8-bit tensor of the given dtype: values spread over the whole range, extremes included, so that
+// a depth of 700 sums past 2^24 (the float GEMM is only exact in blocks).
+Tensor bytes8(const Shape &shape, DType dtype, uint32_t seed) {
+  Tensor x = Tensor::empty(shape, dtype);
+  auto *p = static_cast<uint8_t *>(x.raw_data());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    p[i] = i % 5 == 0 ? (dtype == DType::Int8 ? 0x80 : 0xff) : uint8_t(seed >> 24);
+  }
+  return x;
+}
+
+// MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv and DynamicQuantizeLinear on the CPU
+// against the reference: both 8-bit types, zero points per tensor/row/column, broadcast batches,
+// depths past one exact block, grouped/strided/dilated/padded convolutions with bias and
+// per-channel scales.
+TEST(QuantizeOp, IntegerOpsCpuMatchesReference) {
+  const auto same = [](const std::string &op, const std::vector<Tensor> &inputs,
+                       const Attributes &attrs = {}) {
+    const std::vector<Tensor> want = call_op(op, inputs, attrs, "reference");
+    const std::vector<Tensor> got = call_op(op, inputs, attrs, "cpu");
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].shape(), want[i].shape()) << op;
+      if (std::memcmp(got[i].raw_data(), want[i].raw_data(), want[i].nbytes()) != 0) return false;
+    }
+    return true;
+  };
+  for (DType dtype : {DType::UInt8, DType::Int8}) {
+    const Tensor a = bytes8({2, 5, 700}, dtype, 1), b = bytes8({700, 9}, dtype, 2);
+    const Tensor a_zp = bytes8({}, dtype, 3), b_zp = bytes8({9}, dtype, 4);
+    const Tensor a_rows = bytes8({5}, dtype, 5);
+    EXPECT_TRUE(same("matmul_integer", {a, b}));
+    EXPECT_TRUE(same("matmul_integer", {a, b, a_zp, b_zp}));
+    EXPECT_TRUE(same("matmul_integer", {a, b, a_rows, bytes8({}, dtype, 6)}));
+    EXPECT_TRUE(same("matmul_integer", {bytes8({3, 1, 4, 30}, dtype, 7),
+                                        bytes8({2, 30, 6}, dtype, 8)}));  // broadcast batches
+    // QLinearMatMul, per-tensor and per-column weight scales.
+    const Tensor as = t<float>({}, {0.02f}), ys = t<float>({}, {3.5f});
+    const Tensor y_zp = bytes8({}, dtype, 9);
+    EXPECT_TRUE(same("qlinear_matmul",
+                     {a, as, a_zp, b, t<float>({}, {0.03f}), bytes8({}, dtype, 10), ys, y_zp}));
+    EXPECT_TRUE(
+        same("qlinear_matmul",
+             {a, as, a_zp, b, testing::random_tensor({9}, 11, 0.001, 0.05), b_zp, ys, y_zp}));
+    // Convolutions.
+    struct Conv {
+      Shape x, w;
+      Attributes attrs;
+    };
+    const std::vector<Conv> convs = {
+        {{1, 8, 9, 11}, {6, 8, 3, 3}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+        {{2, 6, 10, 7},
+         {4, 3, 2, 3},
+         {{"group", int64_t{2}},
+          {"strides", std::vector<int64_t>{2, 1}},
+          {"dilations", std::vector<int64_t>{1, 2}},
+          {"pads", std::vector<int64_t>{0, 2, 1, 0}}}},
+        {{1, 80, 5, 5}, {3, 80, 3, 3}, {}},  // depth 720: three exact blocks
+    };
+    for (const Conv &c : convs) {
+      const Tensor x = bytes8(c.x, dtype, 12), w = bytes8(c.w, dtype, 13);
+      const Tensor x_zp = bytes8({}, dtype, 14), w_zp = bytes8({c.w[0]}, dtype, 15);
+      EXPECT_TRUE(same("conv_integer", {x, w}, c.attrs));
+      EXPECT_TRUE(same("conv_integer", {x, w, x_zp, w_zp}, c.attrs));
+      Tensor bias = Tensor::empty({c.w[0]}, DType::Int32);
+      for (int64_t i = 0; i < c.w[0]; ++i) bias.data<int32_t>()[i] = int32_t(i * 977 - 2000);
+      const Tensor ws = testing::random_tensor({c.w[0]}, 16, 0.001, 0.02);
+      EXPECT_TRUE(same("qlinear_conv",
+                       {x, t<float>({}, {0.05f}), x_zp, w, ws, w_zp, t<float>({}, {2.0f}),
+                        bytes8({}, dtype, 17), bias},
+                       c.attrs));
+    }
+  }
+  Tensor f = testing::random_tensor({3, 50000}, 18, -4, 7);
+  EXPECT_TRUE(same("dynamic_quantize_linear", {f}));
+  EXPECT_TRUE(same("dynamic_quantize_linear", {testing::random_tensor({7}, 19, 1, 2)}));
+}
+
 }  // namespace
 }  // namespace lumen

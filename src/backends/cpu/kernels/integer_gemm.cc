@@ -1,0 +1,288 @@
+// CPU integer matmul and convolution (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv) and
+// DynamicQuantizeLinear: the ops of dynamically and statically quantized models.
+//
+// The integer products run on the float32 GEMM, exactly: operands minus their zero points are
+// integers of at most 255 in magnitude (383 if a zero point's dtype differs from its operand's),
+// so the depth is cut into blocks short enough that no partial sum reaches 2^24 (256 products of
+// 255 x 255), where every float32 integer is exact whatever the summation order or FMA; each
+// block's GEMM is added into int64 accumulators. Convolutions gather (x - x_zero_point) into im2col
+// columns (zero in the padding) per image and group. Results then go through the reference's
+// arithmetic (backends/reference/kernels/quantize.cc): int32 with an overflow check, or requantized
+// as round_half_even(acc * x_scale * w_scale / y_scale + y_zero_point), saturated.
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <vector>
+
+#include "backends/common/matmul_plan.h"
+#include "backends/cpu/gemm/sgemm.h"
+#include "core/kernel.h"
+
+namespace lumen {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+// Scratch memory, checked against the memory budget like every tensor.
+template <class T>
+T *scratch(Tensor &holder, int64_t n) {
+  holder = Tensor::empty(Shape{n}, dtype_of<T>);
+  return holder.data<T>();
+}
+
+// The largest |x - zero point| for an 8-bit x and its zero point.
+int64_t magnitude(const Tensor &x, const Tensor *zp) {
+  return !zp || zp->numel() == 0 || zp->dtype() == x.dtype() ? 255 : 383;
+}
+
+// Element i of an 8-bit integer tensor (int8 or uint8).
+int64_t int8_at(const Tensor &t, int64_t i) {
+  return t.dtype() == DType::Int8 ? int64_t(t.data<int8_t>()[i]) : int64_t(t.data<uint8_t>()[i]);
+}
+
+void check_8bit(const KernelContext &ctx, const Tensor &t, const char *what) {
+  if (t.dtype() != DType::Int8 && t.dtype() != DType::UInt8)
+    ctx.fail(what, " must be int8 or uint8, got ", dtype_name(t.dtype()));
+}
+
+// dst[i * cols + j] = x[i * ld + j] - zero(i, j) as float, for an 8-bit x.
+template <class Zero>
+void to_float(ThreadPool &pool, const Tensor &x, int64_t offset, int64_t rows, int64_t cols,
+              int64_t ld, const Zero &zero, float *dst) {
+  pool.parallel_for(
+      rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            dst[i * cols + j] = static_cast<float>(int8_at(x, offset + i * ld + j) - zero(i, j));
+      });
+}
+
+// acc[m, n] += A[m, k] B[k, n] for float-held integers of magnitude at most `bound` (A row-major
+// with lda, B row-major [k, n]), exactly: each depth block's float product added into int64.
+void exact_gemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                const float *b, int64_t *acc, int64_t bound) {
+  const int64_t exact_depth = std::max<int64_t>(1, ((int64_t{1} << 24) - 1) / (bound * bound));
+  Tensor holder;
+  float *block = scratch<float>(holder, m * n);
+  for (int64_t k0 = 0; k0 < k; k0 += exact_depth) {
+    const int64_t kc = std::min(exact_depth, k - k0);
+    cpu::sgemm(pool, m, n, kc, cpu::StridedA(a + k0, lda, false),
+               cpu::StridedB(b + k0 * n, n, false), block, n);
+    pool.parallel_for(m * n, kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) acc[i] += static_cast<int64_t>(block[i]);
+    });
+  }
+}
+
+// The zero point of row/column i: a scalar or one per index.
+int64_t zero_at(const Tensor *zp, int64_t i) {
+  if (!zp || zp->numel() == 0) return 0;
+  return int8_at(*zp, zp->numel() == 1 ? 0 : i);
+}
+
+// C[t] = (A[t] - a_zp) (B[t] - b_zp) over NumPy-broadcast batches, as int64 in `out`.
+std::vector<int64_t> integer_matmul(KernelContext &ctx, const Tensor &a, const Tensor *a_zp,
+                                    const Tensor &b, const Tensor *b_zp) {
+  check_8bit(ctx, a, "A");
+  check_8bit(ctx, b, "B");
+  const MatmulPlan plan = plan_matmul(ctx, a.shape(), b.shape());
+  const int64_t m = plan.m, k = plan.k, n = plan.n, count = std::ssize(plan.a);
+  if (ctx.output(0).numel() != checked_mul(count, checked_mul(m, n)))
+    ctx.fail("output shape ", ctx.output(0).shape().to_string(), " does not match the operands");
+  std::vector<int64_t> out(static_cast<size_t>(count * m * n), 0);
+  Tensor a_holder, b_holder;
+  float *af = scratch<float>(a_holder, m * k), *bf = scratch<float>(b_holder, k * n);
+  const int64_t bound = std::max(magnitude(a, a_zp), magnitude(b, b_zp));
+  int64_t converted_b = -1;
+  for (int64_t t = 0; t < count; ++t) {
+    to_float(
+        ctx.pool, a, plan.a[t] * m * k, m, k, k,
+        [&](int64_t i, int64_t) { return zero_at(a_zp, i); }, af);
+    if (plan.b[t] != converted_b) {
+      to_float(
+          ctx.pool, b, plan.b[t] * k * n, k, n, n,
+          [&](int64_t, int64_t j) { return zero_at(b_zp, j); }, bf);
+      converted_b = plan.b[t];
+    }
+    exact_gemm(ctx.pool, m, n, k, af, k, bf, out.data() + t * m * n, bound);
+  }
+  return out;
+}
+
+void store_int32(KernelContext &ctx, const std::vector<int64_t> &acc) {
+  int32_t *y = ctx.output(0).data<int32_t>();
+  for (size_t i = 0; i < acc.size(); ++i) {
+    if (acc[i] < std::numeric_limits<int32_t>::min() ||
+        acc[i] > std::numeric_limits<int32_t>::max())
+      ctx.fail("int32 accumulator overflow");
+    y[i] = static_cast<int32_t>(acc[i]);
+  }
+}
+
+void matmul_integer(KernelContext &ctx) {
+  store_int32(ctx, integer_matmul(ctx, ctx.input(0), ctx.has_input(2) ? &ctx.input(2) : nullptr,
+                                  ctx.input(1), ctx.has_input(3) ? &ctx.input(3) : nullptr));
+}
+
+// Per output channel: (x - x_zp) * (w - w_zp[m]) summed over the window (+ bias[m]), 2-D NCHW.
+std::vector<int64_t> integer_conv2d(KernelContext &ctx, const Tensor &x, const Tensor *x_zp,
+                                    const Tensor &w, const Tensor *w_zp, const Tensor *bias) {
+  check_8bit(ctx, x, "X");
+  check_8bit(ctx, w, "W");
+  const Shape &xs = x.shape(), &ws = w.shape(), &os = ctx.output(0).shape();
+  if (xs.rank() != 4 || ws.rank() != 4 || os.rank() != 4)
+    ctx.fail("only 2-D convolutions are supported, got X ", xs.to_string());
+  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
+  const auto dil = ctx.attrs.get_ints("dilations", {1, 1});
+  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
+  const int64_t group = ctx.attrs.get_int("group", 1);
+  const int64_t batch = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const int64_t mo = ws[0], cg = ws[1], kh = ws[2], kw = ws[3], oh = os[2], ow = os[3];
+  if (os[1] != mo || group <= 0 || c != cg * group || mo % group != 0)
+    ctx.fail("shapes do not match: x ", xs.to_string(), ", w ", ws.to_string());
+  const int64_t mg = mo / group, depth = cg * kh * kw, pixels = oh * ow;
+  const int64_t xz = zero_at(x_zp, 0);
+  std::vector<int64_t> out(static_cast<size_t>(os.numel()), 0);
+  Tensor w_holder, cols_holder;
+  float *wf = scratch<float>(w_holder, mo * depth);
+  float *cols = scratch<float>(cols_holder, checked_mul(depth, pixels));
+  const int64_t bound = std::max(magnitude(x, x_zp), magnitude(w, w_zp));
+  to_float(
+      ctx.pool, w, 0, mo, depth, depth, [&](int64_t m, int64_t) { return zero_at(w_zp, m); }, wf);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      // im2col: row (ci, u, v), column (i, j) = x - xz at the tap, 0 in the padding.
+      ctx.pool.parallel_for(depth, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t ci = r / (kh * kw), u = r / kw % kh, v = r % kw;
+          const int64_t plane = ((b * c) + g * cg + ci) * h * wd;
+          float *row = cols + r * pixels;
+          for (int64_t i = 0; i < oh; ++i) {
+            const int64_t yy = i * strides[0] - pads[0] + u * dil[0];
+            for (int64_t j = 0; j < ow; ++j) {
+              const int64_t xx = j * strides[1] - pads[1] + v * dil[1];
+              row[i * ow + j] = yy < 0 || yy >= h || xx < 0 || xx >= wd
+                                    ? 0.0f
+                                    : static_cast<float>(int8_at(x, plane + yy * wd + xx) - xz);
+            }
+          }
+        }
+      });
+      int64_t *acc = out.data() + (b * mo + g * mg) * pixels;
+      exact_gemm(ctx.pool, mg, pixels, depth, wf + g * mg * depth, depth, cols, acc, bound);
+    }
+  if (bias) {
+    if (bias->dtype() != DType::Int32 || bias->numel() != mo)
+      ctx.fail("bias must be int32 with one value per output channel");
+    for (int64_t i = 0; i < std::ssize(out); ++i) out[i] += bias->data<int32_t>()[i / pixels % mo];
+  }
+  return out;
+}
+
+void conv_integer(KernelContext &ctx) {
+  store_int32(ctx,
+              integer_conv2d(ctx, ctx.input(0), ctx.has_input(2) ? &ctx.input(2) : nullptr,
+                             ctx.input(1), ctx.has_input(3) ? &ctx.input(3) : nullptr, nullptr));
+}
+
+// round_half_even(acc * x_scale * w_scale[c] / y_scale + y_zp), saturated; the multiplier formed
+// in float32 as the reference does for float32 scales (others: the reference kernel).
+template <class Channel>
+void requantize(KernelContext &ctx, const std::vector<int64_t> &acc, const Tensor &x_scale,
+                const Tensor &w_scale, const Channel &channel) {
+  const Tensor &y_scale = ctx.input(6), &y_zp = ctx.input(7);
+  Tensor &y = ctx.output(0);
+  std::vector<double> mult(static_cast<size_t>(w_scale.numel()));
+  for (size_t i = 0; i < mult.size(); ++i)
+    mult[i] =
+        double((x_scale.data<float>()[0] * w_scale.data<float>()[i]) / y_scale.data<float>()[0]);
+  const double zp = double(int8_at(y_zp, 0));
+  const auto run = [&](auto tag) {
+    using Q = decltype(tag);
+    Q *py = y.data<Q>();
+    const double lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+    ctx.pool.parallel_for(std::ssize(acc), kGrain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const double v = std::nearbyint(
+            double(acc[i]) * mult[mult.size() == 1 ? 0 : static_cast<size_t>(channel(i))] + zp);
+        py[i] = v != v ? Q(0) : Q(std::clamp(v, lo, hi));
+      }
+    });
+  };
+  if (y.dtype() == DType::UInt8) return run(uint8_t{});
+  run(int8_t{});
+}
+
+bool float_scales(const KernelContext &ctx) {
+  for (size_t i : {1, 4, 6})
+    if (ctx.input(i).dtype() != DType::Float32) return false;
+  const DType out = ctx.output(0).dtype();
+  return out == DType::UInt8 || out == DType::Int8;
+}
+
+void qlinear_matmul(KernelContext &ctx) {
+  if (!float_scales(ctx)) return run_reference_kernel(ctx);
+  const std::vector<int64_t> acc =
+      integer_matmul(ctx, ctx.input(0), &ctx.input(2), ctx.input(3), &ctx.input(5));
+  const Shape &os = ctx.output(0).shape();
+  const int64_t n = os.rank() >= 1 && ctx.input(3).shape().rank() >= 2 ? os[os.rank() - 1] : 1;
+  requantize(ctx, acc, ctx.input(1), ctx.input(4), [n](int64_t i) { return i % n; });
+}
+
+void qlinear_conv(KernelContext &ctx) {
+  if (!float_scales(ctx)) return run_reference_kernel(ctx);
+  const std::vector<int64_t> acc =
+      integer_conv2d(ctx, ctx.input(0), &ctx.input(2), ctx.input(3), &ctx.input(5),
+                     ctx.has_input(8) ? &ctx.input(8) : nullptr);
+  const Shape &os = ctx.output(0).shape();
+  const int64_t plane = std::max<int64_t>(1, os[2] * os[3]), mo = os[1];
+  requantize(ctx, acc, ctx.input(1), ctx.input(4),
+             [plane, mo](int64_t i) { return i / plane % mo; });
+}
+
+// uint8 quantization with the scale and zero point taken from the input's range (which always
+// includes 0).
+void dynamic_quantize_linear(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  const float *px = x.data<float>();
+  const int64_t n = x.numel();
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, n / kGrain));
+  std::vector<float> lows(static_cast<size_t>(chunks), 0.0f), highs(lows);
+  std::vector<char> nan(static_cast<size_t>(chunks), 0);
+  ctx.pool.parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      float lo = 0, hi = 0;
+      bool any_nan = false;
+      for (int64_t i = c * n / chunks, e = (c + 1) * n / chunks; i < e; ++i) {
+        any_nan = any_nan || px[i] != px[i];
+        lo = std::min(lo, px[i]);
+        hi = std::max(hi, px[i]);
+      }
+      lows[c] = lo;
+      highs[c] = hi;
+      nan[c] = any_nan;
+    }
+  });
+  if (std::find(nan.begin(), nan.end(), 1) != nan.end()) ctx.fail("input contains NaN");
+  const float lo = *std::min_element(lows.begin(), lows.end());
+  const float hi = *std::max_element(highs.begin(), highs.end());
+  const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  uint8_t *py = ctx.output(0).data<uint8_t>();
+  ctx.pool.parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      py[i] = uint8_t(std::clamp(double(std::nearbyint(px[i] / scale)) + zp, 0.0, 255.0));
+  });
+  ctx.output(1).data<float>()[0] = scale;
+  ctx.output(2).data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "matmul_integer", matmul_integer, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_KERNEL("cpu", "conv_integer", conv_integer, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_KERNEL("cpu", "qlinear_matmul", qlinear_matmul, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_KERNEL("cpu", "qlinear_conv", qlinear_conv, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_KERNEL("cpu", "dynamic_quantize_linear", dynamic_quantize_linear, DType::Float32);
+
+}  // namespace
+}  // namespace lumen
