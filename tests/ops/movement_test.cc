@@ -1,6 +1,7 @@
 // Data-movement ops (expand, tile, slice, split, pad, range, trilu, depth_to_space,
 // space_to_depth, eye_like, reverse_sequence, center_crop_pad): hand-computed results on the
 // reference backend, every element size, and errors naming the op.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -106,6 +107,21 @@ TEST(MovementTest, PadModes) {
         run("pad", {x, i64({1, 1})}, {{"mode", std::string("mirror")}});
       },
       {"pad", "mirror"});
+}
+
+// The legacy `value` attribute (a float) converted to an integer tensor's type saturates: the
+// fuzzer's int8 pad with value -131072 (UBSan: out of range for signed char).
+TEST(MovementTest, PadValueAttributeSaturates) {
+  const Tensor x = Tensor::from_vector<int8_t>({2}, {1, 2});
+  for (const char *backend : {"reference", "cpu"}) {
+    const auto pad = [&](double value) {
+      return values<int8_t>(call_op("pad", {x, i64({1, 1})}, {{"value", value}}, backend).at(0));
+    };
+    EXPECT_EQ(pad(-131072.0), (std::vector<int8_t>{-128, 1, 2, -128})) << backend;
+    EXPECT_EQ(pad(1e300), (std::vector<int8_t>{127, 1, 2, 127})) << backend;
+    EXPECT_EQ(pad(NAN), (std::vector<int8_t>{0, 1, 2, 0})) << backend;
+    EXPECT_EQ(pad(-3.0), (std::vector<int8_t>{-3, 1, 2, -3})) << backend;
+  }
 }
 
 TEST(MovementTest, Range) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/binary_functors.h"
 #include "backends/common/dtype_lists.h"
 #include "core/kernel.h"
 
@@ -104,7 +105,8 @@ float bf16_to_float(uint16_t b) {
   return f;
 }
 
-// Writes `v` as one element of `dtype` at dst.
+// Writes `v` as one element of `dtype` at dst; integers saturate (NaN gives 0), as values out of
+// an integer type's range have no conversion.
 void store_as(DType dtype, double v, void *dst) {
   auto put = [&](auto value) { std::memcpy(dst, &value, sizeof(value)); };
   switch (dtype) {
@@ -121,28 +123,28 @@ void store_as(DType dtype, double v, void *dst) {
       put(float_to_bf16(static_cast<float>(v)));
       break;
     case DType::Int8:
-      put(static_cast<int8_t>(v));
+      put(bin::float_to_int<int8_t>(v));
       break;
     case DType::Int16:
-      put(static_cast<int16_t>(v));
+      put(bin::float_to_int<int16_t>(v));
       break;
     case DType::Int32:
-      put(static_cast<int32_t>(v));
+      put(bin::float_to_int<int32_t>(v));
       break;
     case DType::Int64:
-      put(static_cast<int64_t>(v));
+      put(bin::float_to_int<int64_t>(v));
       break;
     case DType::UInt8:
-      put(static_cast<uint8_t>(v));
+      put(bin::float_to_int<uint8_t>(v));
       break;
     case DType::UInt16:
-      put(static_cast<uint16_t>(v));
+      put(bin::float_to_int<uint16_t>(v));
       break;
     case DType::UInt32:
-      put(static_cast<uint32_t>(v));
+      put(bin::float_to_int<uint32_t>(v));
       break;
     case DType::UInt64:
-      put(static_cast<uint64_t>(v));
+      put(bin::float_to_int<uint64_t>(v));
       break;
     case DType::Bool:
       put(static_cast<bool>(v != 0));
