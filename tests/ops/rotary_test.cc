@@ -1,5 +1,6 @@
 // rotary_embedding and bit_cast on the reference kernel: hand-computed rotations (split and
-// interleaved halves, position ids, 3-D input) and errors naming the op.
+// interleaved halves, position ids, 3-D input) and errors naming the op; the CPU rotary kernel
+// against the reference.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -70,6 +71,42 @@ TEST(RotaryEmbeddingTest, Errors) {
       [&] {
         call_op("rotary_embedding", {x, cos, cos, Tensor::from_vector<int64_t>({1, 1}, {3})},
                 {{"num_heads", int64_t(1)}}, "reference");
+      },
+      "out of range");
+}
+
+// The CPU kernel against the reference: 4-D and 3-D inputs, split and interleaved pairs, partial
+// rotation, position ids (int64 and int32), 2-D and 3-D caches; out-of-range ids named.
+TEST(RotaryEmbeddingTest, CpuMatchesReference) {
+  const auto same = [](const std::vector<Tensor> &inputs, const Attributes &attrs) {
+    const Tensor want = call_op("rotary_embedding", inputs, attrs, "reference").at(0);
+    const Tensor got = call_op("rotary_embedding", inputs, attrs, "cpu").at(0);
+    EXPECT_TRUE(testing::all_close(got, want, 1e-6, 1e-6));
+  };
+  const Tensor x4 = testing::random_tensor({2, 3, 5, 16}, 1),
+               x3 = testing::random_tensor({2, 5, 48}, 2);
+  const Tensor cos8 = testing::random_tensor({7, 8}, 3), sin8 = testing::random_tensor({7, 8}, 4);
+  const Tensor cos3 = testing::random_tensor({2, 5, 4}, 5),
+               sin3 = testing::random_tensor({2, 5, 4}, 6);
+  Tensor pos = Tensor::empty({2, 5}, DType::Int64);
+  for (int64_t i = 0; i < 10; ++i) pos.data<int64_t>()[i] = (i * 3) % 7;
+  Tensor pos32 = Tensor::empty({2, 5}, DType::Int32);
+  for (int64_t i = 0; i < 10; ++i) pos32.data<int32_t>()[i] = int32_t((i * 5) % 7);
+  for (int64_t interleaved : {0, 1}) {
+    const Attributes attrs{{"interleaved", interleaved}};
+    same({x4, cos8, sin8}, attrs);
+    same({x4, cos8, sin8, pos}, attrs);
+    same({x4, cos8, sin8, pos32}, attrs);
+    Attributes partial = attrs;
+    partial.set("rotary_embedding_dim", int64_t{8});
+    same({x4, cos3, sin3}, partial);
+    partial.set("num_heads", int64_t{3});
+    same({x3, cos3, sin3}, partial);
+  }
+  pos.data<int64_t>()[4] = 7;
+  expect_error(
+      [&] {
+        call_op("rotary_embedding", {x4, cos8, sin8, pos}, {}, "cpu");
       },
       "out of range");
 }
