@@ -85,17 +85,24 @@ TEST(ReduceTest, IntegerReductions) {
   EXPECT_EQ(s.data<int32_t>()[1], 11);
 }
 
-// The CPU kernels (contiguous blocks of reduced dims; others fall back) against the reference,
-// on leading, middle, trailing and all axes, and on one row long enough to be split over threads.
+// The CPU kernels against the reference, on leading, middle, trailing, scattered (permuted first)
+// and all axes, and on one row long enough to be split over threads. Positive inputs (log_sum),
+// and large ones for log_sum_exp's shift.
 TEST(ReduceTest, ReduceCpuMatchesReference) {
-  const Tensor long_row = random_tensor({1, 70000}, 8);
-  for (const std::string op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-                               "reduce_sum_square", "reduce_l1", "reduce_l2"}) {
+  const Tensor long_row = random_tensor({1, 70000}, 8, 0.5, 2);
+  for (const std::string op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_sum_square", "reduce_l1",
+        "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp"}) {
     for (const auto &axes : std::vector<std::vector<int64_t>>{{-1}, {0}, {1}, {0, 2}, {}})
       for (int64_t keep : {0, 1})
-        EXPECT_TRUE(testing::cpu_matches_reference(
-            op, {random_tensor({3, 5, 67}, 7)}, {{"axes", axes}, {"keepdims", keep}}, 1e-5, 1e-5))
+        EXPECT_TRUE(testing::cpu_matches_reference(op, {random_tensor({3, 5, 67}, 7, 0.5, 2)},
+                                                   {{"axes", axes}, {"keepdims", keep}}, 1e-5,
+                                                   1e-5))
             << op;
+    for (const auto &axes : std::vector<std::vector<int64_t>>{{0, 2, 4}, {1, 3}, {-1, 1}})
+      EXPECT_TRUE(testing::cpu_matches_reference(op, {random_tensor({2, 3, 4, 5, 6}, 11, 0.5, 2)},
+                                                 {{"axes", axes}}, 1e-5, 1e-5))
+          << op << " over scattered axes";
     EXPECT_TRUE(
         testing::cpu_matches_reference(op, {long_row}, {{"keepdims", int64_t{0}}}, 1e-4, 1e-5))
         << op << " over one long row";
@@ -108,6 +115,15 @@ TEST(ReduceTest, ReduceCpuMatchesReference) {
                                                {{"axes", std::vector<int64_t>{1}}}, 1e-5, 1e-5))
         << op << " over 3 short rows";
   }
+}
+
+TEST(ReduceTest, LogSumExpLargeAndInfinite) {
+  Tensor x = random_tensor({4, 300}, 12, 80, 100);  // exp overflows float without the shift
+  x.data<float>()[300] = INFINITY;
+  x.data<float>()[600] = NAN;
+  for (const auto &axes : std::vector<std::vector<int64_t>>{{1}, {0}})
+    EXPECT_TRUE(
+        testing::cpu_matches_reference("reduce_log_sum_exp", {x}, {{"axes", axes}}, 1e-5, 1e-5));
 }
 
 // Max and min propagate NaN on the CPU as the reference does, whichever lane or thread sees it.

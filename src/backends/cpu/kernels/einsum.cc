@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/kernels/permute.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -46,34 +47,10 @@ int64_t extent(const std::vector<int> &labels, const std::vector<int64_t> &label
 // dst (contiguous, labels `order`) = src (contiguous, labels `from`), a permutation of it.
 void permute(ThreadPool &pool, const float *src, const std::vector<int> &from, float *dst,
              const std::vector<int> &order, const std::vector<int64_t> &label_dims) {
-  const size_t r = order.size();
-  const int64_t total = extent(order, label_dims);
-  if (total == 0) return;
-  if (r == 0) return void(*dst = *src);
-  std::vector<int64_t> dims(r), src_stride(r);  // per output dim: its size and input stride
-  for (size_t i = 0; i < r; ++i) {
-    dims[i] = label_dims[static_cast<size_t>(order[i])];
-    int64_t stride = 1;
-    for (size_t j = from.size(); j-- > 0 && from[j] != order[i];)
-      stride *= label_dims[static_cast<size_t>(from[j])];
-    src_stride[i] = stride;
-  }
-  const int64_t inner = dims[r - 1], rows = total / inner, step = src_stride[r - 1];
-  pool.parallel_for(rows, std::max<int64_t>(1, 8192 / inner), [&](int64_t r0, int64_t r1) {
-    for (int64_t row = r0; row < r1; ++row) {
-      int64_t rem = row, offset = 0;
-      for (size_t d = r - 1; d-- > 0;) {
-        offset += rem % dims[d] * src_stride[d];
-        rem /= dims[d];
-      }
-      float *out = dst + row * inner;
-      if (step == 1) {
-        std::memcpy(out, src + offset, static_cast<size_t>(inner) * sizeof(float));
-      } else {
-        for (int64_t j = 0; j < inner; ++j) out[j] = src[offset + j * step];
-      }
-    }
-  });
+  std::vector<int64_t> dims, perm;
+  for (int l : from) dims.push_back(label_dims[static_cast<size_t>(l)]);
+  for (int l : order) perm.push_back(std::find(from.begin(), from.end(), l) - from.begin());
+  cpu::permute(pool, src, dst, Shape(dims), perm, sizeof(float));
 }
 
 // `x` summed over its labels not in `order`, its other labels permuted into `order`.

@@ -1,14 +1,16 @@
-// CPU reduce_sum / mean / max / min / sum_square / l1 / l2 for float32 when the reduced dims form
-// one contiguous block (the common cases: the last axis in transformers' layer norms and means,
-// leading or middle axes, or everything). The input is viewed as [outer, n, inner]: inner == 1
-// reduces contiguous rows with independent lanes; otherwise rows of `inner` elements are combined
-// element by element. Other cases run the reference kernel. Parallel over outer, or over chunks of
-// one long row. Max and min propagate NaN, as the reference does.
+// CPU reduce_sum / mean / max / min / sum_square / l1 / l2 / log_sum / log_sum_exp for float32 when
+// the reduced dims form one contiguous block (the common cases: the last axis in transformers'
+// layer norms and means, leading or middle axes, or everything). The input is viewed as [outer, n,
+// inner]: inner == 1 reduces contiguous rows with independent lanes; otherwise rows of `inner`
+// elements are combined element by element. Reduced axes that are not one block are permuted behind
+// the kept ones first. Parallel over outer, or over chunks of one long row. Max and min propagate
+// NaN, as the reference does.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/kernels/permute.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
@@ -23,7 +25,7 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly
 
-enum class Kind { Sum, Mean, Max, Min, SumSquare, L1, L2 };
+enum class Kind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
 
 // The reduction as an accumulator: start, take one value, merge two partial results, finish.
 template <Kind K>
@@ -48,6 +50,7 @@ struct Reducer {
   static float finish(float a, float scale) {
     if constexpr (K == Kind::Mean) return a * scale;
     if constexpr (K == Kind::L2) return std::sqrt(a);
+    if constexpr (K == Kind::LogSum) return std::log(a);
     return a;
   }
 };
@@ -107,6 +110,23 @@ void reduce_rows(const float *rows, int64_t n, int64_t inner, float scale, float
   });
 }
 
+// out[j] = log(sum_k exp(rows[k * inner + j])), shifted by the column's maximum so that no exp
+// overflows; a NaN or infinite maximum is the result itself, as in the reference.
+void log_sum_exp(const float *rows, int64_t n, int64_t inner, float *out) {
+  std::vector<float> max(static_cast<size_t>(inner), -std::numeric_limits<float>::infinity());
+  std::vector<double> sum(static_cast<size_t>(inner), 0.0);
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < inner; ++j) {
+      const float v = rows[k * inner + j];
+      max[j] = v > max[j] || v != v ? v : max[j];
+    }
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < inner; ++j)
+      if (std::isfinite(max[j])) sum[j] += std::exp(double(rows[k * inner + j] - max[j]));
+  for (int64_t j = 0; j < inner; ++j)
+    out[j] = std::isfinite(max[j]) ? float(max[j] + std::log(sum[j])) : max[j];
+}
+
 template <Kind K>
 void reduce_f32(KernelContext &ctx) {
   using R = Reducer<K>;
@@ -137,17 +157,30 @@ void reduce_f32(KernelContext &ctx) {
       if (!mask[static_cast<size_t>(g)] && shape[static_cast<size_t>(g)] != 1) block = false;
     last = static_cast<int>(d);
   }
-  if (!block || x.numel() == 0) return run_reference_kernel(ctx);
+  if (x.numel() == 0) return run_reference_kernel(ctx);
+  const float *px = x.data<float>();
   int64_t outer = 1, n = 1, inner = 1;
-  for (size_t d = 0; d < shape.rank(); ++d) {
-    if (first >= 0 && static_cast<int>(d) < first) outer *= shape[d];
-    if (first >= 0 && static_cast<int>(d) >= first && static_cast<int>(d) <= last) n *= shape[d];
-    if (first < 0 || static_cast<int>(d) > last) inner *= shape[d];
-  }
-  if (first < 0) {  // nothing of size > 1 reduced: every output element is one input element
-    outer = 1;
-    n = 1;
+  Tensor permuted;
+  if (!block) {
+    // Scattered axes: the kept dims moved in front of the reduced ones, then rows are reduced.
+    std::vector<int64_t> perm;
+    for (int reduced = 0; reduced < 2; ++reduced)
+      for (size_t d = 0; d < shape.rank(); ++d)
+        if (mask[d] == (reduced == 1)) {
+          perm.push_back(static_cast<int64_t>(d));
+          (reduced ? n : outer) *= shape[d];
+        }
+    permuted = Tensor::empty(shape, DType::Float32);
+    cpu::permute(ctx.pool, px, permuted.raw_data(), shape, perm, sizeof(float));
+    px = permuted.data<float>();
+  } else if (first < 0) {  // nothing of size > 1 reduced: every output element is one input element
     inner = x.numel();
+  } else {
+    for (size_t d = 0; d < shape.rank(); ++d) {
+      if (static_cast<int>(d) < first) outer *= shape[d];
+      if (static_cast<int>(d) >= first && static_cast<int>(d) <= last) n *= shape[d];
+      if (static_cast<int>(d) > last) inner *= shape[d];
+    }
   }
   int64_t count = 1;
   for (size_t d = 0; d < mask.size(); ++d)
@@ -155,8 +188,15 @@ void reduce_f32(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   if (y.numel() != outer * inner) ctx.fail("output ", y.shape().to_string(), " does not fit");
   const float scale = 1.0f / static_cast<float>(count);
-  const float *px = x.data<float>();
   float *py = y.data<float>();
+  if constexpr (K == Kind::LogSumExp) {
+    ctx.pool.parallel_for(outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(n * inner, 1)),
+                          [&](int64_t b, int64_t e) {
+                            for (int64_t o = b; o < e; ++o)
+                              log_sum_exp(px + o * n * inner, n, inner, py + o * inner);
+                          });
+    return;
+  }
   if (inner == 1 && outer == 1 && n >= 2 * kGrain) {  // one long row: split it over the pool
     const int64_t chunks = std::min<int64_t>(n / kGrain, 64);
     std::vector<float> partial(static_cast<size_t>(chunks));
@@ -193,6 +233,8 @@ LUMEN_REGISTER_KERNEL("cpu", "reduce_min", reduce_f32<Kind::Min>, DType::Float32
 LUMEN_REGISTER_KERNEL("cpu", "reduce_sum_square", reduce_f32<Kind::SumSquare>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "reduce_l1", reduce_f32<Kind::L1>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "reduce_l2", reduce_f32<Kind::L2>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_log_sum", reduce_f32<Kind::LogSum>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "reduce_log_sum_exp", reduce_f32<Kind::LogSumExp>, DType::Float32);
 
 }  // namespace
 }  // namespace lumen
