@@ -207,8 +207,10 @@ TEST(CpuCoverage, PoolNd) {
   for (const Case &c : cases) {
     Tensor x = random_tensor(c.x, 47, -3, 3);
     for (int64_t i = 0; i < x.numel(); i += 5) x.data<float>()[i] = std::round(x.data<float>()[i]);
-    const Attributes geometry{{"kernel_shape", c.kernel}, {"strides", c.strides},
-                              {"pads", c.pads}, {"ceil_mode", c.ceil}};
+    const Attributes geometry{{"kernel_shape", c.kernel},
+                              {"strides", c.strides},
+                              {"pads", c.pads},
+                              {"ceil_mode", c.ceil}};
     Attributes dilated = geometry;
     dilated.set("dilations", c.dilations);
     for (int64_t order : {0, 1}) {
@@ -358,7 +360,7 @@ TEST(CpuCoverage, Einsum) {
       {"abc,ad->bd", {{3, 4, 5}, {3, 2}}},  // c summed away first
       {"...ij,...jk->...ik", {{2, 3, 4, 5}, {2, 3, 5, 6}}},
       {"ii->i", {{5, 5}}},
-      {"bij,jk->bik", {{64, 48, 32}, {32, 80}}},  // larger: threads inside one GEMM
+      {"bij,jk->bik", {{64, 48, 32}, {32, 80}}},       // larger: threads inside one GEMM
       {"...ij,...jk->...ik", {{1, 4, 5}, {3, 5, 2}}},  // broadcast: the reference's
   };
   uint64_t seed = 50;
@@ -368,6 +370,22 @@ TEST(CpuCoverage, Einsum) {
     SCOPED_TRACE(c.equation);
     expect_same("einsum", inputs, {{"equation", c.equation}}, 1e-5);
   }
+}
+
+// Mean of 1 to 3 inputs broadcasting against each other; LpNormalization along every axis, p 1
+// and 2, with an all-zero row.
+TEST(CpuCoverage, MeanAndLpNorm) {
+  const Tensor a = random_tensor({2, 3, 70}, 60), b = random_tensor({3, 1}, 61);
+  const Tensor c = random_tensor({70}, 62), d = random_tensor({4, 5}, 63, -1, 1, DType::Float64);
+  expect_same("mean", {a}, {}, 1e-6);
+  expect_same("mean", {a, b}, {}, 1e-6);
+  expect_same("mean", {b, a, c}, {}, 1e-6);
+  expect_same("mean", {d, d}, {}, 1e-12);
+  Tensor x = random_tensor({3, 4, 300}, 64);
+  for (int64_t i = 0; i < 300; ++i) x.data<float>()[i] = 0;  // a zero norm along the last axis
+  for (int64_t p : {1, 2})
+    for (int64_t axis : {0, 1, 2, -1})
+      expect_same("lp_norm", {x}, {{"axis", axis}, {"p", p}}, 1e-6);
 }
 
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.

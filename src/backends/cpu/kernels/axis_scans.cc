@@ -1,12 +1,13 @@
-// CPU ops that walk one axis of their input: argmax/argmin, cumsum/cumprod and hardmax, for the
-// dtypes the reference covers. The input is viewed as [outer, n, inner] around the axis. When
-// inner > 1 a task takes a chunk of up to kColumns neighbouring columns and steps along the axis
-// one contiguous row of the chunk at a time, so each step is a vectorizable loop over columns;
-// when inner is 1 (the axis is innermost: a classifier's argmax, a mask's cumsum) argmax/argmin
-// run kLanes interleaved candidates over the row, combined at the end. Tasks (outer index, chunk)
-// are shared out over the pool. The semantics are the reference's (backends/reference/kernels/
-// reduce.cc): argmax and hardmax take the first extreme (the last with select_last_index), a NaN
-// never wins unless it is the first element, and cumulative ops accumulate in the input dtype.
+// CPU ops that walk one axis of their input: argmax/argmin, cumsum/cumprod, hardmax and
+// lp_norm (LpNormalization), for the dtypes the reference covers. The input is viewed as [outer, n,
+// inner] around the axis. When inner > 1 a task takes a chunk of up to kColumns neighbouring
+// columns and steps along the axis one contiguous row of the chunk at a time, so each step is a
+// vectorizable loop over columns; when inner is 1 (the axis is innermost: a classifier's argmax, a
+// mask's cumsum) argmax/argmin run kLanes interleaved candidates over the row, combined at the end.
+// Tasks (outer index, chunk) are shared out over the pool. The semantics are the reference's
+// (backends/reference/kernels/ reduce.cc): argmax and hardmax take the first extreme (the last with
+// select_last_index), a NaN never wins unless it is the first element, and cumulative ops
+// accumulate in the input dtype.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -235,11 +236,45 @@ void cumulative(KernelContext &ctx) {
   }
 }
 
+// ---- lp_norm ----------------------------------------------------------------------------------
+
+// x / ||x||_p along the axis (p 1 or 2; a zero norm gives 0), the norm accumulated in double.
+template <class T>
+void lp_norm_typed(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  const AxisView v = view_around(ctx, x.shape(), ctx.attrs.get_int("axis", -1));
+  const int64_t p = ctx.attrs.get_int("p", 2);
+  if (p != 1 && p != 2) ctx.fail("p must be 1 or 2, got ", p);
+  const T *px = x.data<T>();
+  T *py = ctx.output(0).data<T>();
+  for_each_chunk(ctx.pool, v, [&](int64_t o, int64_t c0, int64_t c1) {
+    double norm[kColumns] = {};
+    const int64_t w = c1 - c0;
+    const T *block = px + o * v.n * v.inner + c0;
+    for (int64_t j = 0; j < v.n; ++j)
+      for (int64_t c = 0; c < w; ++c) {
+        const double e = double(block[j * v.inner + c]);
+        norm[c] += p == 1 ? std::abs(e) : e * e;
+      }
+    for (int64_t c = 0; c < w; ++c) norm[c] = p == 2 ? std::sqrt(norm[c]) : norm[c];
+    T *out = py + o * v.n * v.inner + c0;
+    for (int64_t j = 0; j < v.n; ++j)
+      for (int64_t c = 0; c < w; ++c)
+        out[j * v.inner + c] = norm[c] == 0 ? T(0) : T(double(block[j * v.inner + c]) / norm[c]);
+  });
+}
+
+void lp_norm(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return lp_norm_typed<double>(ctx);
+  lp_norm_typed<float>(ctx);
+}
+
 #define LUMEN_ARG_DTYPES \
   DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Int8, DType::UInt8
 LUMEN_REGISTER_KERNEL("cpu", "argmax", arg<true>, LUMEN_ARG_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "argmin", arg<false>, LUMEN_ARG_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "hardmax", hardmax, DType::Float32, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "lp_norm", lp_norm, DType::Float32, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "cumsum", cumulative<bin::Add>, DType::Float32, DType::Float64,
                       DType::Int32, DType::Int64);
 LUMEN_REGISTER_KERNEL("cpu", "cumprod", cumulative<bin::Mul>, DType::Float32, DType::Float64,

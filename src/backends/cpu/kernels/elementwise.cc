@@ -173,6 +173,41 @@ void binary(KernelContext &ctx) {
     ctx.fail("no cpu kernel for ", dtype_name(da), " and ", dtype_name(db), " inputs");
 }
 
+// mean(x0, x1, ...): the inputs added into y one at a time (each broadcast by the run loop), then
+// scaled by 1 / count.
+template <class T>
+void mean_typed(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  T *py = y.data<T>();
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  const size_t count = ctx.inputs.size();
+  for (size_t k = 0; k < count; ++k) {
+    const Tensor &x = ctx.input(k);
+    const T *px = x.data<T>();
+    BroadcastLoop runs;
+    if (!runs.init(y.shape(), x.shape(), y.shape()))
+      ctx.fail("input ", x.shape().to_string(), ": at most ", kMaxBroadcastRank,
+               " dims are supported");
+    const bool walks = runs.b_walks();
+    ctx.pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+      runs.for_range(begin, end, [&](int64_t yo, int64_t, int64_t xo, int64_t len) {
+        T *out = py + yo;
+        const T *in = px + xo;
+        for (int64_t i = 0; i < len; ++i) out[i] = (k == 0 ? T(0) : out[i]) + in[walks ? i : 0];
+        if (k + 1 == count)
+          for (int64_t i = 0; i < len; ++i) out[i] /= T(count);
+      });
+    });
+  }
+}
+
+void mean(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return mean_typed<double>(ctx);
+  mean_typed<float>(ctx);
+}
+LUMEN_REGISTER_KERNEL("cpu", "mean", mean, DType::Float32, DType::Float64);
+
 #define LUMEN_CPU_BINARY(name, F) \
   LUMEN_REGISTER_KERNEL("cpu", name, binary<F>, LUMEN_NUMERIC_DTYPES)
 
