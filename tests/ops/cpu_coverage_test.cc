@@ -2,6 +2,7 @@
 // detection post-processing, 1-D/3-D convs): each against the reference on varied shapes and
 // attributes, with exact equality where the op only moves or compares values.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -386,6 +387,23 @@ TEST(CpuCoverage, MeanAndLpNorm) {
   for (int64_t p : {1, 2})
     for (int64_t axis : {0, 1, 2, -1})
       expect_same("lp_norm", {x}, {{"axis", axis}, {"p", p}}, 1e-6);
+}
+
+// Bitwise and/or/xor and both shifts (amounts in and out of range, negative values) over every
+// integer width, broadcast.
+TEST(CpuCoverage, BitwiseOps) {
+  for (DType dtype : {DType::Int8, DType::UInt8, DType::Int16, DType::UInt32, DType::Int64}) {
+    Tensor a = Tensor::empty({3, 70}, dtype), b = Tensor::empty({70}, dtype);
+    auto *pa = static_cast<uint8_t *>(a.raw_data()), *pb = static_cast<uint8_t *>(b.raw_data());
+    for (size_t i = 0; i < a.nbytes(); ++i) pa[i] = uint8_t(i * 151 + 7);
+    for (int64_t i = 0; i < b.numel(); ++i) {  // shift amounts -3 .. 66, little-endian
+      std::memset(pb + i * dtype_size(dtype), i < 3 ? 0xff : 0, dtype_size(dtype));
+      pb[i * dtype_size(dtype)] = uint8_t(i - 3);
+    }
+    for (const char *op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) expect_same(op, {a, b});
+    for (const char *direction : {"LEFT", "RIGHT"})
+      expect_same("bit_shift", {a, b}, {{"direction", std::string(direction)}});
+  }
 }
 
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.

@@ -313,6 +313,41 @@ struct PRelu {
   }
 };
 
+// Bitwise ops of integers.
+struct BitAnd {
+  template <class T>
+  requires std::is_integral_v<T> T operator()(T a, T b) const { return T(a & b); }
+};
+struct BitOr {
+  template <class T>
+  requires std::is_integral_v<T> T operator()(T a, T b) const { return T(a | b); }
+};
+struct BitXor {
+  template <class T>
+  requires std::is_integral_v<T> T operator()(T a, T b) const { return T(a ^ b); }
+};
+// ONNX BitShift: shifts outside [0, bits) give 0 (left) or the sign fill (right); a left shift
+// of a signed value shifts its bit pattern.
+template <bool kLeft>
+struct Shift {
+  template <class T>
+  requires std::is_integral_v<T> T operator()(T a, T b) const {
+    constexpr int bits = int(sizeof(T) * 8);
+    using U = std::make_unsigned_t<T>;
+    bool out_of_range = uint64_t(b) >= uint64_t(bits);
+    if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || b < T(0);
+    if (out_of_range) {
+      if (kLeft) return T(0);
+      if constexpr (std::is_signed_v<T>) return a < T(0) ? T(-1) : T(0);
+      return T(0);
+    }
+    if (kLeft) return T(U(U(a) << int(b)));
+    return T(a >> int(b));  // arithmetic for signed values (C++20)
+  }
+};
+using ShiftLeft = Shift<true>;
+using ShiftRight = Shift<false>;
+
 // Comparisons, output bool (any dtype; NaN compares false, as in C).
 struct Equal {
   template <class T>
@@ -372,9 +407,11 @@ bool visit_binary_dtypes(DType da, DType db, Fn &&f) {
             done = true;
           }
         });
-      } else if (da == db) {
-        f(ta, ta);
-        done = true;
+      } else if constexpr (std::is_invocable_v<F, TA, TA>) {  // bitwise ops: integers only
+        if (da == db) {
+          f(ta, ta);
+          done = true;
+        }
       }
     }
   });

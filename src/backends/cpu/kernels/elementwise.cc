@@ -220,5 +220,19 @@ LUMEN_CPU_BINARY("minimum", bin::Minimum);
 LUMEN_CPU_BINARY("pow", bin::Pow);
 LUMEN_CPU_BINARY("prelu", bin::PRelu);
 
+#define LUMEN_CPU_INTEGER_BINARY(name, F)                                                \
+  LUMEN_REGISTER_KERNEL("cpu", name, binary<F>, DType::Int8, DType::Int16, DType::Int32, \
+                        DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64)
+LUMEN_CPU_INTEGER_BINARY("bitwise_and", bin::BitAnd);
+LUMEN_CPU_INTEGER_BINARY("bitwise_or", bin::BitOr);
+LUMEN_CPU_INTEGER_BINARY("bitwise_xor", bin::BitXor);
+
+void bit_shift(KernelContext &ctx) {
+  if (ctx.attrs.get_string("direction", "") == "LEFT") return binary<bin::ShiftLeft>(ctx);
+  binary<bin::ShiftRight>(ctx);
+}
+LUMEN_REGISTER_KERNEL("cpu", "bit_shift", bit_shift, DType::Int8, DType::Int16, DType::Int32,
+                      DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64);
+
 }  // namespace
 }  // namespace lumen

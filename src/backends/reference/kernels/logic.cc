@@ -57,50 +57,11 @@ void logical_not(KernelContext &ctx) {
 }
 LUMEN_REGISTER_KERNEL("reference", "logical_not", logical_not, DType::Bool);
 
-struct BitAnd {
-  template <class T>
-  T operator()(T a, T b) const {
-    return T(a & b);
-  }
-};
-struct BitOr {
-  template <class T>
-  T operator()(T a, T b) const {
-    return T(a | b);
-  }
-};
-struct BitXor {
-  template <class T>
-  T operator()(T a, T b) const {
-    return T(a ^ b);
-  }
-};
-// ONNX BitShift: shifts outside [0, bits) give 0 (left) or the sign fill (right); a left shift
-// of a signed value shifts its bit pattern.
-struct Shift {
-  bool left;
-  template <class T>
-  T operator()(T a, T b) const {
-    constexpr int bits = int(sizeof(T) * 8);
-    using U = std::make_unsigned_t<T>;
-    bool out_of_range = uint64_t(b) >= uint64_t(bits);
-    if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || b < T(0);
-    if (out_of_range) {
-      if (left) return T(0);
-      if constexpr (std::is_signed_v<T>) return a < T(0) ? T(-1) : T(0);
-      return T(0);
-    }
-    if (left) return T(U(U(a) << int(b)));
-    return T(a >> int(b));  // arithmetic for signed values (C++20)
-  }
-};
-
 template <class F>
 void bitwise(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   Tensor &y = ctx.output(0);
-  F f{};
-  if constexpr (std::is_same_v<F, Shift>) f.left = ctx.attrs.get_string("direction", "") == "LEFT";
+  const F f{};
   bool done = false;
   bin::visit_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -119,10 +80,15 @@ void bitwise(KernelContext &ctx) {
 #define LUMEN_INTEGER_DTYPES                                                          \
   DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, \
       DType::UInt32, DType::UInt64
-LUMEN_REGISTER_KERNEL("reference", "bitwise_and", bitwise<BitAnd>, LUMEN_INTEGER_DTYPES);
-LUMEN_REGISTER_KERNEL("reference", "bitwise_or", bitwise<BitOr>, LUMEN_INTEGER_DTYPES);
-LUMEN_REGISTER_KERNEL("reference", "bitwise_xor", bitwise<BitXor>, LUMEN_INTEGER_DTYPES);
-LUMEN_REGISTER_KERNEL("reference", "bit_shift", bitwise<Shift>, LUMEN_INTEGER_DTYPES);
+void bit_shift(KernelContext &ctx) {
+  if (ctx.attrs.get_string("direction", "") == "LEFT") return bitwise<bin::ShiftLeft>(ctx);
+  bitwise<bin::ShiftRight>(ctx);
+}
+
+LUMEN_REGISTER_KERNEL("reference", "bitwise_and", bitwise<bin::BitAnd>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bitwise_or", bitwise<bin::BitOr>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bitwise_xor", bitwise<bin::BitXor>, LUMEN_INTEGER_DTYPES);
+LUMEN_REGISTER_KERNEL("reference", "bit_shift", bit_shift, LUMEN_INTEGER_DTYPES);
 
 void bitwise_not(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
