@@ -406,6 +406,33 @@ TEST(CpuCoverage, BitwiseOps) {
   }
 }
 
+// Compress along an axis and flattened; a KV cache's tensor_scatter (linear and circular, with and
+// without write indices, int32 indices); swiglu.
+TEST(CpuCoverage, CompressTensorScatterSwiGlu) {
+  const Tensor x = random_tensor({4, 6, 5}, 70);
+  Tensor cond = Tensor::empty({4}, DType::Bool);  // shorter than some axes: the rest is dropped
+  for (int64_t i = 0; i < 4; ++i) cond.data<bool>()[i] = i % 3 != 1;
+  for (int64_t axis : {0, 1, -1}) expect_same("compress", {x, cond}, {{"axis", axis}});
+  expect_same("compress", {x, cond});
+  const Tensor cache = random_tensor({2, 3, 8, 4}, 71), update = random_tensor({2, 3, 3, 4}, 72);
+  const Tensor starts = Tensor::from_vector<int64_t>({2}, {1, 5});
+  const Tensor starts32 = Tensor::from_vector<int32_t>({2}, {0, 4});
+  expect_same("tensor_scatter", {cache, update});
+  expect_same("tensor_scatter", {cache, update, starts});
+  expect_same("tensor_scatter", {cache, update, starts32});
+  expect_same("tensor_scatter", {cache, update, Tensor::from_vector<int64_t>({2}, {6, 7})},
+              {{"mode", std::string("circular")}});
+  expect_error(
+      [&] {
+        call_op("tensor_scatter", {cache, update, Tensor::from_vector<int64_t>({2}, {6, 7})}, {},
+                "cpu");
+      },
+      "out of range");
+  const Tensor a = random_tensor({3, 700}, 73, -6, 6), b = random_tensor({3, 700}, 74);
+  expect_same("swiglu", {a, b}, {}, 1e-6);
+  expect_same("swiglu", {a, b}, {{"alpha", 1.702}}, 1e-6);
+}
+
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.
 TEST(CpuCoverage, PRelu) {
   const Tensor x = random_tensor({2, 6, 9, 11}, 35, -3, 3);

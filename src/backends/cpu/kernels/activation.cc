@@ -82,5 +82,27 @@ LUMEN_CPU_UNARY("sqrt", act::Sqrt);
 LUMEN_CPU_UNARY("neg", act::Neg);
 LUMEN_CPU_UNARY("abs", act::Abs);
 
+// swiglu(a, b) = a * sigmoid(alpha * a) * b, a and b of one shape.
+template <class T>
+void swiglu_typed(KernelContext &ctx) {
+  const Tensor &ta = ctx.input(0), &tb = ctx.input(1);
+  if (ta.shape() != tb.shape())
+    ctx.fail("inputs ", ta.shape().to_string(), " and ", tb.shape().to_string(), " differ");
+  const T alpha = T(ctx.attrs.get_float("alpha", 1.0));
+  const T *a = ta.data<T>(), *b = tb.data<T>();
+  T *y = ctx.output(0).data<T>();
+  ctx.pool.parallel_for(ta.numel(), int64_t(1) << 12, [&](int64_t begin, int64_t end) {
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      for (int64_t i = begin; i < end; ++i) y[i] = a[i] * act::sigmoid(alpha * a[i]) * b[i];
+    });
+  });
+}
+
+void swiglu(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return swiglu_typed<double>(ctx);
+  swiglu_typed<float>(ctx);
+}
+LUMEN_REGISTER_KERNEL("cpu", "swiglu", swiglu, DType::Float32, DType::Float64);
+
 }  // namespace
 }  // namespace lumen

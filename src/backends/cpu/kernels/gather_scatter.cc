@@ -1,5 +1,6 @@
-// CPU gather_elements, gather_nd, scatter_elements, scatter_nd and non_zero, for any dtype (data
-// moves as bytes; scatter_nd's reductions are typed). Every index is checked against its dim
+// CPU gather_elements, gather_nd, scatter_elements, scatter_nd, non_zero, compress and
+// tensor_scatter (a KV cache's update), for any dtype (data moves as bytes; scatter_nd's
+// reductions are typed). Every index is checked against its dim
 // (negative ones count from the end) before anything is copied; the copies are shared out over the
 // pool, except scatter_nd's, whose later updates must win over earlier ones at the same place.
 #include <algorithm>
@@ -250,6 +251,93 @@ void non_zero(KernelContext &ctx) {
   }
 }
 
+// The slices along `axis` (or elements of the flattened input) where the condition is true.
+void compress(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &cond = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  if (cond.dtype() != DType::Bool) ctx.fail("condition must be bool");
+  int64_t outer = 1, n = x.numel(), inner = 1;
+  if (ctx.attrs.has("axis")) {
+    const size_t axis = x.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+    n = x.shape()[axis];
+    for (size_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+    for (size_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+  }
+  if (cond.numel() > n)
+    ctx.fail("condition of ", cond.numel(), " values is longer than the ", n, " it selects from");
+  std::vector<int64_t> selected;
+  for (int64_t j = 0; j < cond.numel(); ++j)
+    if (cond.data<bool>()[j]) selected.push_back(j);
+  const auto count = static_cast<int64_t>(selected.size());
+  const size_t block = static_cast<size_t>(inner) * dtype_size(x.dtype());
+  if (static_cast<size_t>(outer * count) * block != y.nbytes())
+    ctx.fail("output ", y.shape().to_string(), " does not match ", count,
+             " selected slices of input ", x.shape().to_string());
+  const auto *src = static_cast<const char *>(x.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  ctx.pool.parallel_for(
+      outer * count, std::max<int64_t>(1, kGrain / std::max<size_t>(1, block)),
+      [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          std::memcpy(dst + static_cast<size_t>(i) * block,
+                      src + static_cast<size_t>((i / count) * n + selected[i % count]) * block,
+                      block);
+      });
+}
+
+// tensor_scatter: the cache with `update` written at write_indices[b] + i along the axis (modulo
+// the axis length in circular mode); positions are checked before anything is copied.
+void tensor_scatter(KernelContext &ctx) {
+  const Tensor &cache = ctx.input(0), &upd = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const Shape &cs = cache.shape();
+  const size_t axis = cs.normalize_axis(ctx.attrs.get_int("axis", -2));
+  const bool circular = ctx.attrs.get_string("mode", "linear") == "circular";
+  if (axis == 0 || upd.rank() != cache.rank() || y.shape() != cs || upd.dtype() != cache.dtype())
+    ctx.fail("cache ", cs.to_string(), " and update ", upd.shape().to_string(), " do not fit");
+  for (size_t d = 0; d < cache.rank(); ++d)
+    if (d == axis ? upd.shape()[d] > cs[d] : upd.shape()[d] != cs[d])
+      ctx.fail("update ", upd.shape().to_string(), " does not fit cache ", cs.to_string());
+  int64_t outer = 1, per_batch = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= cs[d];
+  for (size_t d = 1; d < axis; ++d) per_batch *= cs[d];
+  for (size_t d = axis + 1; d < cs.rank(); ++d) inner *= cs[d];
+  const int64_t max_len = cs[axis], len = upd.shape()[axis];
+  const size_t block = static_cast<size_t>(inner) * dtype_size(cache.dtype());
+  std::vector<int64_t> start(static_cast<size_t>(cs[0]), 0);
+  if (ctx.has_input(2)) {
+    const Tensor &w = ctx.input(2);
+    if (w.numel() != cs[0]) ctx.fail("write_indices must hold one index per batch entry");
+    for (int64_t b = 0; b < cs[0]; ++b)
+      start[static_cast<size_t>(b)] =
+          w.dtype() == DType::Int32 ? w.data<int32_t>()[b] : w.data<int64_t>()[b];
+  }
+  const auto position = [&](int64_t o, int64_t i) {
+    const int64_t at = start[static_cast<size_t>(o / per_batch)] + i;
+    return circular ? ((at % max_len) + max_len) % max_len : at;
+  };
+  for (int64_t b = 0; b < cs[0]; ++b)
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t at = position(b * per_batch, i);
+      if (at < 0 || at >= max_len)
+        ctx.fail("write position ", at, " is out of range for axis ", axis, " of size ", max_len);
+    }
+  auto *dst = static_cast<char *>(y.raw_data());
+  if (y.raw_data() != cache.raw_data()) std::memcpy(dst, cache.raw_data(), cache.nbytes());
+  const auto *src = static_cast<const char *>(upd.raw_data());
+  ctx.pool.parallel_for(outer * len, std::max<int64_t>(1, kGrain / std::max<size_t>(1, block)),
+                        [&](int64_t b, int64_t e) {
+                          for (int64_t t = b; t < e; ++t) {
+                            const int64_t o = t / len, i = t % len;
+                            std::memcpy(
+                                dst + static_cast<size_t>(o * max_len + position(o, i)) * block,
+                                src + static_cast<size_t>(t) * block, block);
+                          }
+                        });
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "compress", compress, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "tensor_scatter", tensor_scatter, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "gather_elements", gather_elements, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "gather_nd", gather_nd, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "scatter_nd", scatter_nd, LUMEN_ALL_DTYPES);
