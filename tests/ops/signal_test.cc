@@ -75,6 +75,37 @@ TEST(StftOp, FramesWithWindow) {
   expect_error([&] { run("stft", {x, i64(0), f32({2}, {1, 1})}); }, "frame_step");
 }
 
+// The CPU DFT and STFT (GEMMs over twiddle matrices, or the twiddle table for long transforms)
+// against the reference: real and complex input, every axis, one-sided, padded and truncated
+// lengths, inverse and one-sided inverse, a transform past the matrix size; STFT with a window, a
+// frame length, a complex signal.
+TEST(DftOp, CpuMatchesReference) {
+  const auto same = [](const std::string &op, const std::vector<Tensor> &inputs,
+                       const Attributes &attrs, double tol) {
+    const Tensor want = call_op(op, inputs, attrs, "reference").at(0);
+    const Tensor got = call_op(op, inputs, attrs, "cpu").at(0);
+    EXPECT_TRUE(all_close(got, want, tol, tol)) << op;
+  };
+  const Tensor real = testing::random_tensor({3, 24, 5, 1}, 1);
+  const Tensor complex = testing::random_tensor({3, 24, 5, 2}, 2);
+  for (const Tensor &x : {real, complex})
+    for (int64_t axis : {0, 1, 2, -2}) {
+      same("dft", {x}, {{"axis", axis}}, 1e-4);
+      if (x.shape()[3] == 1) same("dft", {x}, {{"axis", axis}, {"onesided", int64_t(1)}}, 1e-4);
+      same("dft", {x, i64(7)}, {{"axis", axis}}, 1e-4);   // truncated or padded
+      same("dft", {x, i64(30)}, {{"axis", axis}}, 1e-4);  // padded
+      same("dft", {x}, {{"axis", axis}, {"inverse", int64_t(1)}}, 1e-4);
+    }
+  same("dft", {complex}, {{"axis", int64_t(1)}, {"inverse", int64_t(1)}, {"onesided", int64_t(1)}},
+       1e-4);
+  same("dft", {testing::random_tensor({2, 2100, 1}, 3)}, {{"axis", int64_t(1)}}, 2e-3);
+  const Tensor signal = testing::random_tensor({2, 100, 1}, 4);
+  same("stft", {signal, i64(10), testing::random_tensor({16}, 5)}, {}, 1e-4);
+  same("stft", {signal, i64(7), Tensor(), i64(12)}, {{"onesided", int64_t(0)}}, 1e-4);
+  same("stft", {testing::random_tensor({1, 50, 2}, 6), i64(5), testing::random_tensor({8}, 7)},
+       {{"onesided", int64_t(0)}}, 1e-4);
+}
+
 TEST(WindowOps, PeriodicAndSymmetric) {
   auto y = run("hann_window", {i64(4)});
   EXPECT_TRUE(all_close(y[0], f32({4}, {0, 0.5f, 1, 0.5f}), 1e-5, 1e-6));
