@@ -1,5 +1,6 @@
 // grid_sample and affine_grid on the reference kernel: hand-computed samples for the modes,
 // padding modes and align_corners, and errors naming the op.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,33 @@ TEST(AffineGridTest, Errors) {
                 "reference");
       },
       "does not match");
+}
+
+// The CPU grid_sample against the reference: 2-D and 3-D, every mode, padding and alignment, grid
+// points inside, outside and far outside (and a NaN) the input.
+TEST(GridSampleTest, CpuMatchesReference) {
+  for (const Shape &xs : {Shape{2, 3, 7, 9}, Shape{1, 2, 4, 5, 6}}) {
+    const size_t r = xs.rank() - 2;
+    const Tensor x = testing::random_tensor(xs, 1);
+    std::vector<int64_t> gdims{xs[0]};
+    for (size_t d = 0; d < r; ++d) gdims.push_back(int64_t(3 + d));
+    gdims.push_back(int64_t(r));
+    const Shape gs(gdims);
+    Tensor grid = testing::random_tensor(gs, 2, -1.6, 1.6);
+    grid.data<float>()[0] = 40.0f;
+    grid.data<float>()[1] = NAN;
+    for (const char *mode : {"nearest", "linear", "cubic"})
+      for (const char *pad : {"zeros", "border", "reflection"})
+        for (int64_t align : {0, 1}) {
+          const Attributes attrs{{"mode", std::string(mode)},
+                                 {"padding_mode", std::string(pad)},
+                                 {"align_corners", align}};
+          const Tensor want = call_op("grid_sample", {x, grid}, attrs, "reference").at(0);
+          const Tensor got = call_op("grid_sample", {x, grid}, attrs, "cpu").at(0);
+          EXPECT_TRUE(testing::all_close(got, want, 1e-5, 1e-5))
+              << mode << " " << pad << " " << align;
+        }
+  }
 }
 
 }  // namespace

@@ -75,6 +75,8 @@ void grid_sample(KernelContext &ctx) {
         const double v = g[r - 1 - d];
         const double len = double(dims[d]);
         double p = align ? (v + 1) / 2.0 * (len - 1) : ((v + 1) * len - 1) / 2.0;
+        // Not finite or beyond 2^30: far outside the input, without an undefined int conversion.
+        p = p == p ? std::clamp(p, -1073741824.0, 1073741824.0) : -1073741824.0;
         if (mode == "nearest") p = std::nearbyint(p);  // ties to even
         if (p < lo[d] || p > hi[d]) {
           if (pad == "border") p = std::clamp(p, 0.0, len - 1);
