@@ -79,3 +79,22 @@ def test_conv1d_on_cpu(kernel, stride, dilation, group):
                                                init("b", (16,), 0.2)])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     check(proto, {"x": RNG.standard_normal((2, 8, 64)).astype(np.float32)}, backend="cpu")
+
+
+@pytest.mark.parametrize("op,attrs", [
+    ("MaxPool", dict(kernel_shape=[3], strides=[2], pads=[1, 1])),
+    ("MaxPool", dict(kernel_shape=[4], strides=[3], dilations=[2], ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[5], strides=[2], pads=[2, 1])),
+    ("AveragePool", dict(kernel_shape=[3], strides=[1], pads=[1, 1], count_include_pad=1)),
+])
+def test_pool1d_runs_as_pool2d(op, attrs):
+    """1-D pools (audio front ends) run on the 2-D pooling kernels over [N, C, 1, L], with symbolic
+    dims, and match onnxruntime."""
+    nodes = [helper.make_node(op, ["x"], ["y"], **attrs)]
+    graph = helper.make_graph(nodes, "pool1d", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["N", 8, "T"])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    check(proto, {"x": RNG.standard_normal((2, 8, 61)).astype(np.float32)})
+    steps = lumen.load_onnx(proto.SerializeToString()).compile().executable.steps
+    assert {s.op for s in steps} & {"max_pool2d", "avg_pool2d"}, [s.op for s in steps]

@@ -122,6 +122,19 @@ std::vector<Value *> convert_conv_transpose(NodeContext &ctx) {
 }
 LUMEN_REGISTER_ONNX_CONVERTER("ConvTranspose", 1, convert_conv_transpose);
 
+// A 1-D pool as the 2-D one over [N, C, 1, L] (audio front ends): the 2-D kernels are the fast,
+// vectorized ones; unsqueeze/squeeze are views.
+Value *pool1d_as_pool2d(NodeContext &ctx, const std::string &op, Value *x, Attributes attrs) {
+  const auto pads = attrs.get_ints("pads", {0, 0});
+  attrs.set("kernel_shape", std::vector<int64_t>{1, attrs.get_ints("kernel_shape", {1})[0]});
+  attrs.set("strides", std::vector<int64_t>{1, attrs.get_ints("strides", {1})[0]});
+  attrs.set("pads", std::vector<int64_t>{0, pads[0], 0, pads[1]});
+  if (attrs.has("dilations"))
+    attrs.set("dilations", std::vector<int64_t>{1, attrs.get_ints("dilations", {1})[0]});
+  Value *y = ctx.add(op, {ctx.add("unsqueeze", {x}, {{"axes", std::vector<int64_t>{2}}})}, attrs);
+  return ctx.emit("squeeze", {y}, {{"axes", std::vector<int64_t>{2}}});
+}
+
 Converter pool(const std::string &op) {
   return [op](NodeContext &ctx) -> std::vector<Value *> {
     const bool want_indices = ctx.num_outputs() > 1 && !ctx.node().output(1).empty();
@@ -129,14 +142,17 @@ Converter pool(const std::string &op) {
     const auto kernel = ctx.attrs().get_ints("kernel_shape", {});
     Attributes attrs = spatial_attrs(ctx, x->has_shape() ? x->shape() : Shape{}, kernel);
     attrs.set("ceil_mode", ctx.attrs().get_int("ceil_mode", 0));
-    bool fast = kernel.size() == 2 && is_f32_or_f64(x);
+    bool fast = (kernel.size() == 2 || kernel.size() == 1) && is_f32_or_f64(x);
+    const auto emit_fast = [&]() {
+      return kernel.size() == 1 ? pool1d_as_pool2d(ctx, op, x, attrs) : ctx.emit(op, {x}, attrs);
+    };
     if (op == "avg_pool2d") {
       const auto dil = ctx.attrs().get_ints("dilations", std::vector<int64_t>(kernel.size(), 1));
       if (dil != std::vector<int64_t>(kernel.size(), 1)) fast = false;
       attrs.set("count_include_pad", ctx.attrs().get_int("count_include_pad", 0));
       if (fast) {
         attrs.erase("dilations");
-        return {ctx.emit(op, {x}, attrs)};
+        return {emit_fast()};
       }
       return {ctx.emit("avg_pool_nd", {x}, attrs)};
     }
@@ -145,7 +161,7 @@ Converter pool(const std::string &op) {
       return {ctx.emit(op, {x}, attrs)};
     }
     // MaxPool.
-    if (fast && !want_indices) return {ctx.emit(op, {x}, attrs)};
+    if (fast && !want_indices) return {emit_fast()};
     attrs.set("storage_order", ctx.attrs().get_int("storage_order", 0));
     const std::string base =
         ctx.node().output(0).empty() ? ctx.node().name() : ctx.node().output(0);

@@ -247,6 +247,34 @@ void lp_norm_typed(KernelContext &ctx) {
   if (p != 1 && p != 2) ctx.fail("p must be 1 or 2, got ", p);
   const T *px = x.data<T>();
   T *py = ctx.output(0).data<T>();
+  if (v.inner == 1) {  // contiguous rows: the sum in kLanes independent double lanes
+    ctx.pool.parallel_for(v.outer, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, v.n)),
+                          [&](int64_t o0, int64_t o1) {
+                            for (int64_t o = o0; o < o1; ++o) {
+                              const T *row = px + o * v.n;
+                              double lanes[kLanes] = {};
+                              const int64_t body = v.n - v.n % kLanes;
+                              vec::run_best([&]() LUMEN_VEC_INLINE {
+                                for (int64_t j = 0; j < body; j += kLanes)
+                                  for (int64_t l = 0; l < kLanes; ++l) {
+                                    const double e = double(row[j + l]);
+                                    lanes[l] += p == 1 ? (e < 0 ? -e : e) : e * e;
+                                  }
+                              });
+                              double norm = 0;
+                              for (double lane : lanes) norm += lane;
+                              for (int64_t j = body; j < v.n; ++j)
+                                norm += p == 1 ? std::abs(double(row[j]))
+                                               : double(row[j]) * double(row[j]);
+                              if (p == 2) norm = std::sqrt(norm);
+                              T *out = py + o * v.n;
+                              const double inv = norm == 0 ? 0.0 : 1.0 / norm;
+                              for (int64_t j = 0; j < v.n; ++j)
+                                out[j] = norm == 0 ? T(0) : T(double(row[j]) * inv);
+                            }
+                          });
+    return;
+  }
   for_each_chunk(ctx.pool, v, [&](int64_t o, int64_t c0, int64_t c1) {
     double norm[kColumns] = {};
     const int64_t w = c1 - c0;

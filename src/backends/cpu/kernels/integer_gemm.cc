@@ -17,6 +17,8 @@
 
 #include "backends/common/matmul_plan.h"
 #include "backends/cpu/gemm/sgemm.h"
+#include "backends/cpu/kernels/quantize_f32.h"
+#include "core/cpu_isa.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -271,8 +273,9 @@ void dynamic_quantize_linear(KernelContext &ctx) {
   const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
   uint8_t *py = ctx.output(0).data<uint8_t>();
   ctx.pool.parallel_for(n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
-      py[i] = uint8_t(std::clamp(double(std::nearbyint(px[i] / scale)) + zp, 0.0, 255.0));
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      cpu::quantize_f32(px + i0, py + i0, i1 - i0, scale, zp, 0.0f, 255.0f);
+    });
   });
   ctx.output(1).data<float>()[0] = scale;
   ctx.output(2).data<uint8_t>()[0] = static_cast<uint8_t>(zp);

@@ -95,8 +95,18 @@ void pool_nd_typed(KernelContext &ctx) {
   const TapRanges &last = g.taps[k - 1];
   const int64_t sw = g.strides[k - 1], dw = g.dilations[k - 1], pw = g.pads[k - 1];
   const int64_t work = std::max<int64_t>(1, ow * (last.hi.empty() ? 1 : last.hi[0] + 1));
+  using A = std::conditional_t<K == Kind::Max, T, double>;
+  const A init = [] {
+    if constexpr (K != Kind::Max)
+      return A(0);
+    else if constexpr (std::is_floating_point_v<T>)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
+  }();
   ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / work), [&](int64_t r0, int64_t r1) {
-    std::vector<int64_t> o(k), tap(k);
+    std::vector<int64_t> o(k), tap(k), best(static_cast<size_t>(ow));
+    std::vector<A> acc(static_cast<size_t>(ow));
     for (int64_t row = r0; row < r1; ++row) {
       // The plane and the output coordinates of the leading spatial dims.
       int64_t rem = row;
@@ -112,57 +122,64 @@ void pool_nd_typed(KernelContext &ctx) {
         lead_counted *= t.counted[o[d]];
         lead_real *= t.hi[o[d]] - t.lo[o[d]];
         empty = empty || t.hi[o[d]] <= t.lo[o[d]];
+        tap[d] = t.lo[o[d]];
       }
+      std::fill(acc.begin(), acc.end(), init);
+      std::fill(best.begin(), best.end(), int64_t{-1});
       const T *xp = x + plane * in_size;
+      // Each combination of leading taps is one input row, combined into the whole output row
+      // (for every output element, the taps in the reference's row-major order).
+      while (!empty) {
+        int64_t base = 0, index_base = 0;
+        for (size_t d = 0; d + 1 < k; ++d) {
+          const int64_t pos = o[d] * g.strides[d] - g.pads[d] + tap[d] * g.dilations[d];
+          base += pos * stride[d];
+          index_base += pos * index_stride[d];
+        }
+        const T *in = xp + base;
+        const int64_t last_stride = index_stride[k - 1];
+        for (int64_t j = 0; j < ow; ++j) {
+          A a = acc[static_cast<size_t>(j)];
+          int64_t b = best[static_cast<size_t>(j)];
+          for (int64_t t = last.lo[static_cast<size_t>(j)], pos = j * sw - pw + t * dw;
+               t < last.hi[static_cast<size_t>(j)]; ++t, pos += dw) {
+            const T v = in[pos];
+            if constexpr (K == Kind::Max) {
+              // Selects, not a branch: which tap wins is data, and mispredicted half the time.
+              const bool take = b < 0 || v > a;
+              a = take ? v : a;
+              b = take ? index_base + pos * last_stride : b;
+            } else if constexpr (K == Kind::Avg) {
+              a += double(v);
+            } else {
+              a += std::pow(std::abs(double(v)), p);
+            }
+          }
+          acc[static_cast<size_t>(j)] = a;
+          best[static_cast<size_t>(j)] = b;
+        }
+        size_t d = k - 1;  // advance the leading taps' odometer
+        while (d-- > 0) {
+          if (++tap[d] < g.taps[d].hi[o[d]]) break;
+          tap[d] = g.taps[d].lo[o[d]];
+        }
+        if (d == static_cast<size_t>(-1)) break;
+      }
       T *yp = y + row * ow;
       for (int64_t j = 0; j < ow; ++j) {
-        using A = std::conditional_t<K == Kind::Max, T, double>;
-        A acc = K == Kind::Max ? std::numeric_limits<A>::lowest() : A(0);
-        if constexpr (K == Kind::Max && std::is_floating_point_v<T>)
-          acc = -std::numeric_limits<T>::infinity();
-        int64_t best = -1;
-        const int64_t jlo = last.lo[j], jhi = last.hi[j];
-        if (!empty && jhi > jlo) {
-          for (size_t d = 0; d + 1 < k; ++d) tap[d] = g.taps[d].lo[o[d]];
-          while (true) {
-            // The input row of this combination of leading taps.
-            int64_t base = 0, index_base = 0;
-            for (size_t d = 0; d + 1 < k; ++d) {
-              const int64_t pos = o[d] * g.strides[d] - g.pads[d] + tap[d] * g.dilations[d];
-              base += pos * stride[d];
-              index_base += pos * index_stride[d];
-            }
-            for (int64_t t = jlo; t < jhi; ++t) {
-              const int64_t pos = j * sw - pw + t * dw;
-              const T v = xp[base + pos];
-              if constexpr (K == Kind::Max) {
-                if (best < 0 || v > acc) {
-                  acc = v;
-                  best = index_base + pos * index_stride[k - 1];
-                }
-              } else if constexpr (K == Kind::Avg) {
-                acc += double(v);
-              } else {
-                acc += std::pow(std::abs(double(v)), p);
-              }
-            }
-            size_t d = k - 1;  // advance the leading taps' odometer
-            while (d-- > 0) {
-              if (++tap[d] < g.taps[d].hi[o[d]]) break;
-              tap[d] = g.taps[d].lo[o[d]];
-            }
-            if (d == static_cast<size_t>(-1)) break;
-          }
-        }
+        const A a = acc[static_cast<size_t>(j)];
         if constexpr (K == Kind::Max) {
-          yp[j] = acc;
-          if (indices) indices[row * ow + j] = best < 0 ? -1 : plane * in_size + best;
+          yp[j] = a;
+          const int64_t b = best[static_cast<size_t>(j)];
+          if (indices) indices[row * ow + j] = b < 0 ? -1 : plane * in_size + b;
         } else if constexpr (K == Kind::Avg) {
           const int64_t div =
-              include_pad ? lead_counted * last.counted[j] : lead_real * (jhi - jlo);
-          yp[j] = T(div > 0 ? acc / double(div) : std::numeric_limits<double>::quiet_NaN());
+              include_pad
+                  ? lead_counted * last.counted[static_cast<size_t>(j)]
+                  : lead_real * (last.hi[static_cast<size_t>(j)] - last.lo[static_cast<size_t>(j)]);
+          yp[j] = T(div > 0 ? a / double(div) : std::numeric_limits<double>::quiet_NaN());
         } else {
-          yp[j] = T(std::pow(acc, 1.0 / p));
+          yp[j] = T(std::pow(a, 1.0 / p));
         }
       }
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/cpu/kernels/quantize_f32.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
@@ -86,24 +87,22 @@ Q saturate(double v) {
       std::clamp(v, double(std::numeric_limits<Q>::min()), double(std::numeric_limits<Q>::max())));
 }
 
+// round_half_even(x / scale) + zero point, saturated to Q, NaN to 0; per-tensor and per-axis runs
+// of float32 in cpu::quantize_f32.
 template <class T, class Q>
 void quantize_run(const T *x, Q *y, const double *scale, const double *zero, int64_t step,
                   int64_t n, bool in_double) {
-  if (step == 0) {
-    const double s = *scale, z = *zero;
-    const float sf = float(s);
-    vec::run_best([&]() LUMEN_VEC_INLINE {
-      for (int64_t i = 0; i < n; ++i) {
-        const double scaled = in_double ? double(x[i]) / s : double(float(x[i]) / sf);
-        y[i] = saturate<Q>(std::nearbyint(scaled) + z);
-      }
-    });
+  if (step == 0 && !in_double) {
+    const float s = float(*scale), z = float(*zero);
+    const float lo = float(std::numeric_limits<Q>::min()),
+                hi = float(std::numeric_limits<Q>::max());
+    vec::run_best([&]() LUMEN_VEC_INLINE { cpu::quantize_f32(x, y, n, s, z, lo, hi); });
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
-    const double scaled =
-        in_double ? double(x[i]) / scale[i] : double(float(x[i]) / float(scale[i]));
-    y[i] = saturate<Q>(std::nearbyint(scaled) + zero[i]);
+    const double s = scale[i * step];
+    const double scaled = in_double ? double(x[i]) / s : double(float(x[i]) / float(s));
+    y[i] = saturate<Q>(std::nearbyint(scaled) + zero[i * step]);
   }
 }
 

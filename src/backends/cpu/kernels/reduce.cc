@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/permute.h"
+#include "backends/cpu/row_reductions.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 
@@ -113,6 +114,15 @@ void reduce_rows(const float *rows, int64_t n, int64_t inner, float scale, float
 // out[j] = log(sum_k exp(rows[k * inner + j])), shifted by the column's maximum so that no exp
 // overflows; a NaN or infinite maximum is the result itself, as in the reference.
 void log_sum_exp(const float *rows, int64_t n, int64_t inner, float *out) {
+  if (inner == 1) {  // one contiguous row: the vectorized max and exp sum softmax uses
+    vec::run_best([&]() LUMEN_VEC_INLINE {
+      const float max = cpu::row_max(rows, n);  // skips NaN, which then makes the sum NaN
+      *out = std::isfinite(max)
+                 ? float(max + std::log(cpu::exp_sum<float, false>(rows, nullptr, n, max)))
+                 : max;
+    });
+    return;
+  }
   std::vector<float> max(static_cast<size_t>(inner), -std::numeric_limits<float>::infinity());
   std::vector<double> sum(static_cast<size_t>(inner), 0.0);
   for (int64_t k = 0; k < n; ++k)
