@@ -401,6 +401,7 @@ TEST(CpuCoverage, BitwiseOps) {
       pb[i * dtype_size(dtype)] = uint8_t(i - 3);
     }
     for (const char *op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) expect_same(op, {a, b});
+    expect_same("bitwise_not", {a});
     for (const char *direction : {"LEFT", "RIGHT"})
       expect_same("bit_shift", {a, b}, {{"direction", std::string(direction)}});
   }

@@ -322,6 +322,17 @@ TEST(MovementTest, CpuMatchesReference) {
       for (int64_t k : std::vector<int64_t>{-9, -3, -1, 1, 4, 6, 8, INT64_MAX, INT64_MIN})
         EXPECT_TRUE(cpu_same_bytes("trilu", {x, Tensor::from_vector<int64_t>({}, {k})}, attrs));
     }
+    // CenterCropPad (crop and pad on different axes), ReverseSequence (time and batch axes either
+    // way round), EyeLike, BitCast to a type of the same size.
+    EXPECT_TRUE(cpu_same_bytes("center_crop_pad", {x, i64({2, 9, 4})}));
+    EXPECT_TRUE(cpu_same_bytes("center_crop_pad", {x, i64({5, 2, 7})}));
+    for (int64_t time : {0, 1}) {
+      const Tensor lens = time == 0 ? i64({1, 0, 3, 2, 3}) : i64({4, 5, 0});
+      EXPECT_TRUE(cpu_same_bytes("reverse_sequence", {x, lens},
+                                 {{"time_axis", time}, {"batch_axis", 1 - time}}));
+    }
+    for (int64_t k : {-2, 0, 3, 9})
+      EXPECT_TRUE(cpu_same_bytes("eye_like", {random_any({4, 6}, dtype, seed++)}, {{"k", k}}));
     // DepthToSpace / SpaceToDepth, both channel orders.
     for (const std::string mode : {"DCR", "CRD"})
       for (int64_t b : {2, 3}) {

@@ -86,6 +86,37 @@ LUMEN_REGISTER_KERNEL("cpu", "sign", numeric_unary<math::Sign>, DType::Float32, 
                       DType::Int32, DType::Int64);
 LUMEN_REGISTER_KERNEL("cpu", "shrink", numeric_unary<math::Shrink>, DType::Float32, DType::Float64,
                       DType::Int32, DType::Int64);
+struct BitNot {
+  explicit BitNot(const Attributes &) {}
+  template <class T>
+  T operator()(T x) const {
+    return T(~x);
+  }
+};
+
+void bitwise_not(KernelContext &ctx) {
+  switch (ctx.input(0).dtype()) {
+    case DType::Int8:
+      return unary_typed<BitNot, int8_t>(ctx);
+    case DType::UInt8:
+      return unary_typed<BitNot, uint8_t>(ctx);
+    case DType::Int16:
+      return unary_typed<BitNot, int16_t>(ctx);
+    case DType::UInt16:
+      return unary_typed<BitNot, uint16_t>(ctx);
+    case DType::Int32:
+      return unary_typed<BitNot, int32_t>(ctx);
+    case DType::UInt32:
+      return unary_typed<BitNot, uint32_t>(ctx);
+    case DType::Int64:
+      return unary_typed<BitNot, int64_t>(ctx);
+    default:
+      return unary_typed<BitNot, uint64_t>(ctx);
+  }
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "bitwise_not", bitwise_not, DType::Int8, DType::Int16, DType::Int32,
+                      DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64);
 LUMEN_REGISTER_KERNEL("cpu", "abs", integer_unary<IntAbs>, DType::Int32, DType::Int64);
 LUMEN_REGISTER_KERNEL("cpu", "neg", integer_unary<IntNeg>, DType::Int32, DType::Int64);
 

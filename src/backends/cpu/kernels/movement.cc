@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/binary_functors.h"
 #include "backends/common/dtype_lists.h"
 #include "core/kernel.h"
 
@@ -243,6 +244,9 @@ int64_t source_index(int64_t out, int64_t begin, int64_t dim, Mode mode) {
   return -1;
 }
 
+void pad_rows(KernelContext &ctx, const std::vector<int64_t> &begin, Mode mode,
+              const unsigned char *fill);
+
 void pad(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
@@ -271,9 +275,18 @@ void pad(KernelContext &ctx) {
   } else if (ctx.attrs.get_float("value", 0.0) != 0.0) {
     return run_reference_kernel(ctx);  // the old `value` attribute, converted per dtype there
   }
-  const int64_t last = y.shape()[rank - 1], in_last = x.shape()[rank - 1];
   if (mode != Mode::Constant && x.numel() == 0)
     ctx.fail("mode ", mode_name, " cannot pad an empty dim of input ", x.shape().to_string());
+  pad_rows(ctx, begin, mode, fill);
+}
+
+// y = x padded (or cropped, where negative) by begin[d] in front of each dim, to y's shape.
+void pad_rows(KernelContext &ctx, const std::vector<int64_t> &begin, Mode mode,
+              const unsigned char *fill) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const size_t rank = x.rank(), elem = dtype_size(y.dtype());
+  const int64_t last = y.shape()[rank - 1], in_last = x.shape()[rank - 1];
   // The last dim's source column of every output column, and the run [j0, j1) copied as is.
   std::vector<int64_t> column(static_cast<size_t>(last));
   int64_t j0 = last, j1 = last;
@@ -317,12 +330,92 @@ void pad(KernelContext &ctx) {
   });
 }
 
+// CenterCropPad: each dim cropped (centered, the extra element at the end) or zero-padded
+// (centered) to the output's size: a pad with negative begin pads where it crops.
+void center_crop_pad(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  const Tensor &y = ctx.output(0);
+  if (y.numel() == 0) return;
+  if (x.rank() == 0) return std::memcpy(ctx.output(0).raw_data(), x.raw_data(), x.nbytes()), void();
+  std::vector<int64_t> begin(x.rank());
+  for (size_t d = 0; d < x.rank(); ++d) {
+    const int64_t dim = x.shape()[d], want = y.shape()[d];
+    begin[d] = want < dim ? -((dim - want) / 2) : (want - dim) / 2;
+  }
+  const unsigned char zero[8] = {};
+  pad_rows(ctx, begin, Mode::Constant, zero);
+}
+
+// ReverseSequence: for each batch entry b, its first lens[b] time steps reversed; slices of the
+// dims after the batch and time axes (which are 0 and 1 in either order) copied whole.
+void reverse_sequence(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const int64_t batch_axis = ctx.attrs.get_int("batch_axis", 1);
+  const int64_t time_axis = ctx.attrs.get_int("time_axis", 0);
+  const auto lens = ctx.input_ints(1);
+  const int64_t steps = x.shape()[static_cast<size_t>(time_axis)];
+  const int64_t batch = x.shape()[static_cast<size_t>(batch_axis)];
+  if (static_cast<int64_t>(lens.size()) != batch)
+    ctx.fail("sequence_lens has ", lens.size(), " values for a batch of ", batch);
+  for (int64_t l : lens)
+    if (l < 0 || l > steps) ctx.fail("sequence length ", l, " is out of range");
+  if (y.numel() == 0) return;
+  const size_t block = x.nbytes() / static_cast<size_t>(steps * batch);
+  const auto *src = static_cast<const char *>(x.raw_data());
+  auto *dst = static_cast<char *>(y.raw_data());
+  const auto offset = [&](int64_t t, int64_t b) {
+    return static_cast<size_t>(time_axis == 0 ? t * batch + b : b * steps + t) * block;
+  };
+  ctx.pool.parallel_for(steps * batch, std::max<int64_t>(1, kRowGrain / int64_t(block + 1)),
+                        [&](int64_t i0, int64_t i1) {
+                          for (int64_t i = i0; i < i1; ++i) {
+                            const int64_t t = i / batch, b = i % batch;
+                            const int64_t len = lens[static_cast<size_t>(b)];
+                            std::memcpy(dst + offset(t, b),
+                                        src + offset(t < len ? len - 1 - t : t, b), block);
+                          }
+                        });
+}
+
+// EyeLike: zeros with ones on diagonal k.
+void eye_like(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const int64_t k = ctx.attrs.get_int("k", 0);
+  const size_t elem = dtype_size(y.dtype());
+  unsigned char one[8] = {};
+  if (!bin::visit_dtype(y.dtype(), [&](auto tag) {
+        const auto v = bin::convert<decltype(tag)>(1.0);
+        std::memcpy(one, &v, sizeof(v));
+      }))
+    ctx.fail("no cpu kernel for ", dtype_name(y.dtype()));
+  auto *dst = static_cast<unsigned char *>(y.raw_data());
+  std::memset(dst, 0, y.nbytes());
+  if (y.rank() != 2) return;
+  const int64_t rows = y.shape()[0], cols = y.shape()[1];
+  for (int64_t i = std::max<int64_t>(0, -k); i < rows && i + k < cols; ++i)
+    std::memcpy(dst + static_cast<size_t>(i * cols + i + k) * elem, one, elem);
+}
+
+// BitCast: the bytes, unchanged, as the output's dtype (same element size, checked by inference).
+void bit_cast(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  if (y.nbytes() != x.nbytes()) ctx.fail("output size ", y.nbytes(), " != input ", x.nbytes());
+  if (x.nbytes() > 0 && x.raw_data() != y.raw_data())
+    std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
+}
+
 LUMEN_REGISTER_KERNEL("cpu", "slice", slice, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "split", split, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "expand", expand, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "pad", pad, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "tile", tile, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "trilu", trilu, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "center_crop_pad", center_crop_pad, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "reverse_sequence", reverse_sequence, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "eye_like", eye_like, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "bit_cast", bit_cast, LUMEN_ALL_DTYPES);
 
 }  // namespace
 }  // namespace lumen
