@@ -134,5 +134,19 @@ TEST(GridSampleTest, CpuMatchesReference) {
   }
 }
 
+// The CPU affine_grid against the reference: 2-D and 3-D, both alignments, a size-1 dim.
+TEST(AffineGridTest, CpuMatchesReference) {
+  for (const auto &[theta_shape, size] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+           {{2, 2, 3}, {2, 3, 5, 7}}, {{1, 3, 4}, {1, 2, 4, 1, 6}}})
+    for (int64_t align : {0, 1}) {
+      const Tensor theta = testing::random_tensor(theta_shape, 3);
+      const Tensor sz = Tensor::from_vector<int64_t>({int64_t(size.size())}, size);
+      const Attributes attrs{{"align_corners", align}};
+      EXPECT_TRUE(testing::all_close(call_op("affine_grid", {theta, sz}, attrs, "cpu").at(0),
+                                     call_op("affine_grid", {theta, sz}, attrs, "reference").at(0),
+                                     1e-6, 1e-6));
+    }
+}
+
 }  // namespace
 }  // namespace lumen

@@ -1,11 +1,12 @@
-// CPU grid_sample (float32, any number of spatial dims): per output location, the taps (1, 2 or 4
-// per spatial dim for nearest, linear, cubic) are resolved once into input offsets and weights,
-// their tensor product then read for every channel. Output locations of each image are shared
-// out over the pool. The semantics are the reference's (backends/reference/kernels/sampling.cc):
-// the grid's last dim lists the innermost input dim first; coordinates outside the input follow
-// the padding mode (zeros: taps outside read 0; border: clamped; reflection: reflected); cubic is
-// Keys' a = -0.75; nearest rounds half to even. Coordinates that are not finite (or beyond 2^30)
-// are clamped to +-2^30 first, so they land outside the input instead of in an int conversion.
+// CPU grid_sample (float32, any number of spatial dims) and affine_grid (below): per output
+// location, the taps (1, 2 or 4 per spatial dim for nearest, linear, cubic) are resolved once into
+// input offsets and weights, their tensor product then read for every channel. Output locations of
+// each image are shared out over the pool. The semantics are the reference's
+// (backends/reference/kernels/sampling.cc): the grid's last dim lists the innermost input dim
+// first; coordinates outside the input follow the padding mode (zeros: taps outside read 0; border:
+// clamped; reflection: reflected); cubic is Keys' a = -0.75; nearest rounds half to even.
+// Coordinates that are not finite (or beyond 2^30) are clamped to +-2^30 first, so they land
+// outside the input instead of in an int conversion.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -158,7 +159,52 @@ void grid_sample(KernelContext &ctx) {
       });
 }
 
+// affine_grid: grid[n, (d,) h, w] = theta[n] @ [x, y, (z,) 1], each base coordinate
+// -1 + 2 i / (len - 1) with align_corners (-1 for len 1), else -1 + (2 i + 1) / len; in double,
+// points over the pool.
+template <class T>
+void affine_grid_typed(KernelContext &ctx) {
+  const T *theta = ctx.input(0).data<T>();
+  Tensor &y = ctx.output(0);
+  const bool align = ctx.attrs.get_int("align_corners", 0) != 0;
+  const size_t r = y.rank() - 2;  // 2 or 3
+  std::array<int64_t, 3> dims{};
+  int64_t count = 1;
+  for (size_t d = 0; d < r; ++d) {
+    dims[d] = y.shape()[1 + d];
+    count *= dims[d];
+  }
+  const auto base = [&](int64_t i, int64_t len) {
+    if (align) return len > 1 ? -1.0 + 2.0 * double(i) / double(len - 1) : -1.0;
+    return -1.0 + (2.0 * double(i) + 1.0) / double(len);
+  };
+  T *py = y.data<T>();
+  ctx.pool.parallel_for(y.shape()[0] * count, 1024, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t n = q / count;
+      std::array<double, 4> hom{};  // [x (innermost dim), y, (z,) 1]
+      for (int64_t d = static_cast<int64_t>(r) - 1, rest = q % count; d >= 0; --d) {
+        hom[r - 1 - static_cast<size_t>(d)] = base(rest % dims[d], dims[d]);
+        rest /= dims[d];
+      }
+      hom[r] = 1;
+      const T *t = theta + n * static_cast<int64_t>(r * (r + 1));
+      for (size_t i = 0; i < r; ++i) {
+        double sum = 0;
+        for (size_t j = 0; j <= r; ++j) sum += double(t[i * (r + 1) + j]) * hom[j];
+        py[q * static_cast<int64_t>(r) + static_cast<int64_t>(i)] = T(sum);
+      }
+    }
+  });
+}
+
+void affine_grid(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return affine_grid_typed<double>(ctx);
+  affine_grid_typed<float>(ctx);
+}
+
 LUMEN_REGISTER_KERNEL("cpu", "grid_sample", grid_sample, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "affine_grid", affine_grid, DType::Float32, DType::Float64);
 
 }  // namespace
 }  // namespace lumen
