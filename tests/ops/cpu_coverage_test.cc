@@ -238,6 +238,17 @@ TEST(CpuCoverage, PoolNd) {
   }
 }
 
+// MaxUnpool of a max pool's indices: the default output size, a larger one, repeated indices.
+TEST(CpuCoverage, MaxUnpool) {
+  const Tensor x = random_tensor({2, 3, 4, 5}, 48);
+  Tensor idx = Tensor::empty({2, 3, 4, 5}, DType::Int64);
+  for (int64_t i = 0; i < idx.numel(); ++i) idx.data<int64_t>()[i] = (i * 7) % (2 * 3 * 8 * 10);
+  const Attributes attrs{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                         {"strides", std::vector<int64_t>{2, 2}}};
+  expect_same("max_unpool", {x, idx}, attrs);
+  expect_same("max_unpool", {x, idx, Tensor::from_vector<int64_t>({4}, {2, 3, 9, 11})}, attrs);
+}
+
 TEST(CpuCoverage, ElementwiseMath) {
   const Tensor x = random_tensor({7, 300}, 27, -0.95, 0.95);  // inside every op's domain
   const Tensor big = random_tensor({7, 300}, 28, 1.05, 30);   // acosh

@@ -1,12 +1,13 @@
 // CPU pooling over any number of spatial dims (1-D and 3-D pools, dilated average pools, max
 // pools of int8/uint8 or with an indices output, LpPool): the cases the 2-D kernels (pool.cc)
-// leave out. Per spatial dim, each output coordinate's taps inside the input form one range of
-// tap indices, found once per call; the work is shared out by output rows (all spatial dims but
-// the last) of every (n, c) plane, and each output element walks only its inside taps, so no tap
-// is bounds-checked. The semantics are the reference's (backends/reference/kernels/conv_nd.cc):
-// a max is the first inside tap's value unless a later one is greater (its index row-major, or
-// column-major with storage_order = 1); an average divides by the inside taps, or with
-// count_include_pad by the taps before the end padding's end (NaN when that is zero).
+// leave out; and MaxUnpool. Per spatial dim, each output coordinate's taps inside the input form
+// one range of tap indices, found once per call; the work is shared out by output rows (all spatial
+// dims but the last) of every (n, c) plane, and each output element walks only its inside taps, so
+// no tap is bounds-checked. The semantics are the reference's
+// (backends/reference/kernels/conv_nd.cc): a max is the first inside tap's value unless a later one
+// is greater (its index row-major, or column-major with storage_order = 1); an average divides by
+// the inside taps, or with count_include_pad by the taps before the end padding's end (NaN when
+// that is zero).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -207,6 +208,61 @@ void pool_nd(KernelContext &ctx) {
   ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
 }
 
+// MaxUnpool: each value of x written at its index into the default output block
+// ((in - 1) * stride + kernel - pads per spatial dim), which sits at the origin of the output
+// (zero elsewhere; the output may be larger). Indices are checked before anything is written.
+template <class T>
+void max_unpool_typed(KernelContext &ctx) {
+  const Tensor &tx = ctx.input(0), &ti = ctx.input(1);
+  Tensor &ty = ctx.output(0);
+  if (ti.shape() != tx.shape())
+    ctx.fail("indices ", ti.shape().to_string(), " must have the input's shape ",
+             tx.shape().to_string());
+  const size_t k = tx.rank() - 2;
+  const auto kernel = ctx.attrs.get_ints("kernel_shape", {});
+  const auto strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(k, 1));
+  const auto pads = ctx.attrs.get_ints("pads", std::vector<int64_t>(2 * k, 0));
+  if (kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+    ctx.fail("kernel_shape, strides and pads do not match ", k, " spatial dims");
+  std::vector<int64_t> block{tx.shape()[0], tx.shape()[1]};
+  int64_t block_size = tx.shape()[0] * tx.shape()[1];
+  for (size_t d = 0; d < k; ++d) {
+    block.push_back((tx.shape()[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + k]);
+    if (block.back() < 0)
+      ctx.fail("the default output shape ", Shape(block).to_string(), " is negative");
+    block_size = checked_mul(block_size, block.back());
+  }
+  const int64_t *idx = ti.data<int64_t>();
+  for (int64_t i = 0; i < ti.numel(); ++i)
+    if (idx[i] < 0 || idx[i] >= block_size)
+      ctx.fail("index ", idx[i], " is out of range for the unpooled shape ",
+               Shape(block).to_string());
+  T *y = ty.data<T>();
+  std::fill_n(y, ty.numel(), T(0));
+  const T *x = tx.data<T>();
+  const Shape &out = ty.shape();
+  // A flat index of the block, re-laid in the output's (larger or equal) dims.
+  const auto place = [&](int64_t flat) {
+    int64_t at = 0, scale = 1;
+    for (size_t d = block.size(); d-- > 0;) {
+      const int64_t i = flat % block[d];
+      flat /= block[d];
+      if (i >= out[d]) return int64_t{-1};
+      at += i * scale;
+      scale *= out[d];
+    }
+    return at;
+  };
+  for (int64_t i = 0; i < tx.numel(); ++i)  // in order: a repeated index keeps the last value
+    if (const int64_t at = place(idx[i]); at >= 0) y[at] = x[i];
+}
+
+void max_unpool(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return max_unpool_typed<double>(ctx);
+  max_unpool_typed<float>(ctx);
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "max_unpool", max_unpool, DType::Float32, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "max_pool_nd", pool_nd<Kind::Max>, DType::Float32, DType::Float64,
                       DType::Int8, DType::UInt8);
 LUMEN_REGISTER_KERNEL("cpu", "avg_pool_nd", pool_nd<Kind::Avg>, DType::Float32, DType::Float64);
