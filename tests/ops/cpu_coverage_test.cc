@@ -238,6 +238,13 @@ TEST(CpuCoverage, PoolNd) {
   }
 }
 
+TEST(CpuCoverage, MeanVarianceNorm) {
+  const Tensor x = random_tensor({2, 3, 4, 5}, 49, -2, 5);
+  expect_same("mean_variance_norm", {x}, {}, 1e-5);
+  expect_same("mean_variance_norm", {x}, {{"axes", std::vector<int64_t>{1, 3}}}, 1e-5);
+  expect_same("mean_variance_norm", {x}, {{"axes", std::vector<int64_t>{-1}}}, 1e-5);
+}
+
 // MaxUnpool of a max pool's indices: the default output size, a larger one, repeated indices.
 TEST(CpuCoverage, MaxUnpool) {
   const Tensor x = random_tensor({2, 3, 4, 5}, 48);

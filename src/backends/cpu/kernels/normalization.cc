@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/kernels/permute.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -106,6 +107,54 @@ void lrn_typed(KernelContext &ctx) {
   });
 }
 
+// MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3).
+// The reduced dims are permuted behind the kept ones, each group normalized as one row (moments
+// in double, two passes), and the result permuted back.
+template <class T>
+void mean_variance_norm_typed(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const Shape &shape = x.shape();
+  const size_t rank = shape.rank();
+  if (x.numel() == 0) return;
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : ctx.attrs.get_ints("axes", {0, 2, 3})) reduced[shape.normalize_axis(a)] = true;
+  std::vector<int64_t> perm, permuted_dims;
+  int64_t count = 1;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t d = 0; d < rank; ++d)
+      if (reduced[d] == (pass == 1)) {
+        perm.push_back(static_cast<int64_t>(d));
+        permuted_dims.push_back(shape[d]);
+        if (pass == 1) count *= shape[d];
+      }
+  const int64_t groups = x.numel() / count;
+  Tensor rows = Tensor::empty(shape, x.dtype());
+  cpu::permute(ctx.pool, x.raw_data(), rows.raw_data(), shape, perm, sizeof(T));
+  T *r = rows.data<T>();
+  ctx.pool.parallel_for(groups, std::max<int64_t>(1, 16384 / count), [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      T *row = r + g * count;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < count; ++i) mean += double(row[i]);
+      mean /= double(count);
+      for (int64_t i = 0; i < count; ++i) var += (double(row[i]) - mean) * (double(row[i]) - mean);
+      const double scale = 1.0 / (std::sqrt(var / double(count)) + 1e-9);
+      for (int64_t i = 0; i < count; ++i) row[i] = T((double(row[i]) - mean) * scale);
+    }
+  });
+  std::vector<int64_t> inverse(rank);
+  for (size_t i = 0; i < rank; ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  cpu::permute(ctx.pool, r, y.raw_data(), Shape(permuted_dims), inverse, sizeof(T));
+}
+
+void mean_variance_norm(KernelContext &ctx) {
+  if (ctx.input(0).dtype() == DType::Float64) return mean_variance_norm_typed<double>(ctx);
+  mean_variance_norm_typed<float>(ctx);
+}
+
+LUMEN_REGISTER_KERNEL("cpu", "mean_variance_norm", mean_variance_norm, DType::Float32,
+                      DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "batch_norm", batch_norm_typed<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "batch_norm", batch_norm_typed<double>, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "lrn", lrn_typed<float>, DType::Float32);
