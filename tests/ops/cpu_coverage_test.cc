@@ -452,6 +452,20 @@ TEST(CpuCoverage, CompressTensorScatterSwiGlu) {
   expect_same("swiglu", {a, b}, {{"alpha", 1.702}}, 1e-6);
 }
 
+// Relu and clip of signed integers (clamped indices, quantized values), bounds past the type's
+// range.
+TEST(CpuCoverage, IntegerReluAndClip) {
+  for (DType dtype : {DType::Int8, DType::Int16, DType::Int32, DType::Int64}) {
+    Tensor x = Tensor::empty({3, 700}, dtype);
+    auto *p = static_cast<uint8_t *>(x.raw_data());
+    for (size_t i = 0; i < x.nbytes(); ++i) p[i] = uint8_t(i * 97 + 13);
+    expect_same("relu", {x});
+    expect_same("clip", {x}, {{"min", -5.0}, {"max", 90.0}});
+    expect_same("clip", {x}, {{"min", -1e30}});
+    expect_same("clip", {x}, {{"max", 9.3e18}});
+  }
+}
+
 // PRelu: a slope per channel, a scalar, a full tensor and a broadcast row; floats and integers.
 TEST(CpuCoverage, PRelu) {
   const Tensor x = random_tensor({2, 6, 9, 11}, 35, -3, 3);

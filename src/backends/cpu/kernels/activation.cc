@@ -56,6 +56,14 @@ void unary(KernelContext &ctx) {
       return unary_typed<F, float>(ctx);
     case DType::Float64:
       return unary_typed<F, double>(ctx);
+    case DType::Int8:  // relu and clip of signed integers (clamped indices, quantized values)
+      return unary_typed<F, int8_t>(ctx);
+    case DType::Int16:
+      return unary_typed<F, int16_t>(ctx);
+    case DType::Int32:
+      return unary_typed<F, int32_t>(ctx);
+    case DType::Int64:
+      return unary_typed<F, int64_t>(ctx);
     default:
       ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
   }
@@ -64,7 +72,11 @@ void unary(KernelContext &ctx) {
 #define LUMEN_CPU_UNARY(name, F) \
   LUMEN_REGISTER_KERNEL("cpu", name, unary<F>, DType::Float32, DType::Float64)
 
-LUMEN_CPU_UNARY("relu", act::Relu);
+#define LUMEN_CPU_UNARY_SIGNED(name, F)                                                     \
+  LUMEN_REGISTER_KERNEL("cpu", name, unary<F>, DType::Float32, DType::Float64, DType::Int8, \
+                        DType::Int16, DType::Int32, DType::Int64)
+
+LUMEN_CPU_UNARY_SIGNED("relu", act::Relu);
 LUMEN_CPU_UNARY("leaky_relu", act::LeakyRelu);
 LUMEN_CPU_UNARY("sigmoid", act::Sigmoid);
 LUMEN_CPU_UNARY("tanh", act::Tanh);
@@ -74,7 +86,7 @@ LUMEN_CPU_UNARY("elu", act::Elu);
 LUMEN_CPU_UNARY("softplus", act::Softplus);
 LUMEN_CPU_UNARY("hard_sigmoid", act::HardSigmoid);
 LUMEN_CPU_UNARY("hard_swish", act::HardSwish);
-LUMEN_CPU_UNARY("clip", act::Clip);
+LUMEN_CPU_UNARY_SIGNED("clip", act::Clip);
 LUMEN_CPU_UNARY("exp", act::Exp);
 LUMEN_CPU_UNARY("erf", act::Erf);
 LUMEN_CPU_UNARY("log", act::Log);
