@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/grid_sample_taps.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -20,29 +21,8 @@ namespace {
 
 constexpr double kFar = 1073741824.0;  // 2^30
 
-// Reflects x into [lo, hi] by the near border until it is inside.
-double reflect(double x, double lo, double hi) {
-  const double range = hi - lo;
-  if (range <= 0) return lo;
-  if (x < lo) {
-    const double dx = lo - x, n = std::floor(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
-  }
-  if (x > hi) {
-    const double dx = x - hi, n = std::floor(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
-  }
-  return x;
-}
-
-void cubic_coeffs(double t, double c[4]) {
-  const double a = -0.75;
-  t = std::abs(t);
-  c[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
-  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  c[2] = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1;
-  c[3] = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a;
-}
+using grid_sample_taps::cubic_coeffs;
+using grid_sample_taps::reflect;
 
 enum class Mode { Nearest, Linear, Cubic };
 enum class Padding { Zeros, Border, Reflection };

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/common/index_value.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -55,39 +56,13 @@ void gather(KernelContext &ctx) {
   });
 }
 
-// Index i of `t` as int64; floats truncate toward zero, and those out of int64's range (or NaN)
-// give `fallback`.
-int64_t index_at(const KernelContext &ctx, const Tensor &t, int64_t i, int64_t fallback) {
-  const auto from_float = [&](double v) {
-    return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : fallback;
-  };
-  switch (t.dtype()) {
-    case DType::Float32:
-      return from_float(t.data<float>()[i]);
-    case DType::Float64:
-      return from_float(t.data<double>()[i]);
-    case DType::Int8:
-      return t.data<int8_t>()[i];
-    case DType::Int16:
-      return t.data<int16_t>()[i];
-    case DType::Int32:
-      return t.data<int32_t>()[i];
-    case DType::Int64:
-      return t.data<int64_t>()[i];
-    case DType::UInt8:
-      return t.data<uint8_t>()[i];
-    default:
-      ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
-  }
-}
-
 // y[outer, depth, inner]: `on` where the index of (outer, inner) is the depth position (negative
 // indices count from the end), `off` elsewhere; indices out of range leave their column off.
 void one_hot(KernelContext &ctx) {
   const Tensor &idx = ctx.input(0), &depth_t = ctx.input(1), &values = ctx.input(2);
   Tensor &y = ctx.output(0);
   if (depth_t.numel() != 1) ctx.fail("depth must hold exactly one value");
-  const int64_t depth = index_at(ctx, depth_t, 0, 0);
+  const int64_t depth = index_value(depth_t, 0, 0);
   if (values.numel() != 2 || values.dtype() != y.dtype())
     ctx.fail("values must hold [off, on] of the output dtype");
   const auto rank = static_cast<int64_t>(idx.rank()) + 1;
@@ -127,7 +102,7 @@ void one_hot(KernelContext &ctx) {
   }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
-      int64_t v = index_at(ctx, idx, o * inner + in, -1 - depth);
+      int64_t v = index_value(idx, o * inner + in, -1 - depth);
       if (v < 0) v += depth;
       if (v < 0 || v >= depth) continue;
       std::memcpy(dst + static_cast<size_t>((o * depth + v) * inner + in) * elem, on, elem);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/index_value.h"
 #include "backends/common/nd_index_geometry.h"
 #include "core/kernel.h"
 
@@ -248,37 +249,11 @@ void scatter_nd(KernelContext &ctx) {
 
 // ---- one_hot / non_zero / compress ------------------------------------------------------------
 
-// A numeric element as int64 (floats truncate toward zero; NaN and those beyond int64's range,
-// which have no int64 value, give INT64_MIN: out of range as an index or a depth).
-int64_t numeric_at(const KernelContext &ctx, const Tensor &t, int64_t i) {
-  const auto from_float = [](double v) {
-    return v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : INT64_MIN;
-  };
-  switch (t.dtype()) {
-    case DType::Float32:
-      return from_float(t.data<float>()[i]);
-    case DType::Float64:
-      return from_float(t.data<double>()[i]);
-    case DType::Int8:
-      return t.data<int8_t>()[i];
-    case DType::Int16:
-      return t.data<int16_t>()[i];
-    case DType::Int32:
-      return t.data<int32_t>()[i];
-    case DType::Int64:
-      return t.data<int64_t>()[i];
-    case DType::UInt8:
-      return t.data<uint8_t>()[i];
-    default:
-      ctx.fail("unsupported dtype ", dtype_name(t.dtype()));
-  }
-}
-
 void one_hot(KernelContext &ctx) {
   const Tensor &idx = ctx.input(0), &depth_t = ctx.input(1), &values = ctx.input(2);
   Tensor &y = ctx.output(0);
   if (depth_t.numel() != 1) ctx.fail("depth must hold exactly one value");
-  const int64_t depth = numeric_at(ctx, depth_t, 0);
+  const int64_t depth = index_value(depth_t, 0, INT64_MIN);  // NaN: a negative depth, refused
   if (values.numel() != 2 || values.dtype() != y.dtype())
     ctx.fail("values must hold [off, on] of the output dtype");
   const size_t out_rank = idx.rank() + 1;
@@ -294,7 +269,7 @@ void one_hot(KernelContext &ctx) {
     std::memcpy(bytes(y) + static_cast<size_t>(i) * elem, bytes(values), elem);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
-      int64_t v = numeric_at(ctx, idx, o * inner + in);
+      int64_t v = index_value(idx, o * inner + in, INT64_MIN);
       if (v < 0) v += depth;
       if (v < 0 || v >= depth) continue;  // out of range: all off, as ONNX says
       std::memcpy(bytes(y) + static_cast<size_t>((o * depth + v) * inner + in) * elem,

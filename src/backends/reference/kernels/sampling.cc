@@ -10,37 +10,15 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/f64_io.h"
+#include "backends/common/grid_sample_taps.h"
 #include "backends/common/roi_align_sample.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
 
-// Reflects x into [lo, hi] by the near border until it is inside.
-double reflect(double x, double lo, double hi) {
-  const double range = hi - lo;
-  if (range <= 0) return lo;
-  if (x < lo) {
-    const double dx = lo - x;
-    const double n = std::floor(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
-  }
-  if (x > hi) {
-    const double dx = x - hi;
-    const double n = std::floor(dx / range), r = dx - n * range;
-    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
-  }
-  return x;
-}
-
-void cubic_coeffs(double t, double c[4]) {
-  const double a = -0.75;
-  t = std::abs(t);
-  c[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
-  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  c[2] = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1;
-  c[3] = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a;
-}
+using grid_sample_taps::cubic_coeffs;
+using grid_sample_taps::reflect;
 
 void grid_sample(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &grid = ctx.input(1);
