@@ -13,18 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/einsum_labels.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernels/permute.h"
 #include "core/kernel.h"
 
 namespace lumen {
-namespace reduce_detail {
-// Defined in src/graph/ops/reduce.cc.
-void parse_einsum(const std::string &equation, const std::vector<Shape> &shapes,
-                  std::vector<std::vector<int>> &in_labels, std::vector<int> &out_labels,
-                  std::vector<int64_t> &label_dims);
-}  // namespace reduce_detail
-
 namespace {
 
 // A float32 tensor (an input in place, or an intermediate it owns) and the label of each dim.
@@ -133,27 +127,16 @@ Operand contract(ThreadPool &pool, const Operand &a_in, const Operand &b_in,
 }
 
 void einsum(KernelContext &ctx) {
-  std::vector<Shape> shapes;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    if (!ctx.has_input(i) || ctx.input(i).dtype() != ctx.input(0).dtype())
-      ctx.fail("input ", i, " is missing or has a different dtype");
-    shapes.push_back(ctx.input(i).shape());
-  }
-  std::vector<std::vector<int>> in_labels;
-  std::vector<int> out_labels;
-  std::vector<int64_t> label_dims;
-  try {
-    reduce_detail::parse_einsum(ctx.attrs.get_string("equation", ""), shapes, in_labels, out_labels,
-                                label_dims);
-  } catch (const Error &e) {
-    ctx.fail(e.what());
-  }
+  const EinsumLabels parsed = einsum_labels(ctx);
+  const std::vector<std::vector<int>> &in_labels = parsed.inputs;
+  const std::vector<int> &out_labels = parsed.output;
+  const std::vector<int64_t> &label_dims = parsed.dims;
   // Diagonals and broadcasting (a dim of 1 against a larger one) are the reference kernel's.
   bool simple = ctx.input(0).dtype() == DType::Float32;
   for (size_t i = 0; i < in_labels.size() && simple; ++i)
     for (size_t d = 0; d < in_labels[i].size(); ++d) {
       const int l = in_labels[i][d];
-      simple = simple && shapes[i][d] == label_dims[static_cast<size_t>(l)] &&
+      simple = simple && ctx.input(i).shape()[d] == label_dims[static_cast<size_t>(l)] &&
                std::count(in_labels[i].begin(), in_labels[i].end(), l) == 1;
     }
   if (!simple) return run_reference_kernel(ctx);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/einsum_labels.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -18,9 +19,6 @@ namespace reduce_detail {
 // Defined in src/graph/ops/reduce.cc.
 std::vector<bool> reduce_mask(const std::vector<int64_t> &axes, size_t rank,
                               bool noop_with_empty_axes);
-void parse_einsum(const std::string &equation, const std::vector<Shape> &shapes,
-                  std::vector<std::vector<int>> &in_labels, std::vector<int> &out_labels,
-                  std::vector<int64_t> &label_dims);
 }  // namespace reduce_detail
 
 namespace {
@@ -404,21 +402,10 @@ LUMEN_REGISTER_KERNEL("reference", "hardmax", hardmax, DType::Float32, DType::Fl
 // that combination to the output element it names. Repeated labels in one term read diagonals.
 template <class T>
 void einsum_typed(KernelContext &ctx) {
-  std::vector<Shape> shapes;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    if (!ctx.has_input(i) || ctx.input(i).dtype() != ctx.input(0).dtype())
-      ctx.fail("input ", i, " is missing or has a different dtype");
-    shapes.push_back(ctx.input(i).shape());
-  }
-  std::vector<std::vector<int>> in_labels;
-  std::vector<int> out_labels;
-  std::vector<int64_t> label_dims;
-  try {
-    reduce_detail::parse_einsum(ctx.attrs.get_string("equation", ""), shapes, in_labels, out_labels,
-                                label_dims);
-  } catch (const Error &e) {
-    ctx.fail(e.what());
-  }
+  const EinsumLabels parsed = einsum_labels(ctx);
+  const std::vector<std::vector<int>> &in_labels = parsed.inputs;
+  const std::vector<int> &out_labels = parsed.output;
+  const std::vector<int64_t> &label_dims = parsed.dims;
   // The labels that occur, outputs first so the output offset is a prefix of the loop index.
   std::vector<int> labels = out_labels;
   std::vector<bool> used(label_dims.size(), false);
@@ -430,12 +417,12 @@ void einsum_typed(KernelContext &ctx) {
         labels.push_back(l);
       }
   // Per input: the stride each loop label moves it by (0 where absent or broadcast).
-  std::vector<std::vector<int64_t>> strides(shapes.size(),
+  std::vector<std::vector<int64_t>> strides(in_labels.size(),
                                             std::vector<int64_t>(label_dims.size(), 0));
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    const std::vector<int64_t> s = contiguous_strides(shapes[k]);
+  for (size_t k = 0; k < in_labels.size(); ++k) {
+    const std::vector<int64_t> s = contiguous_strides(ctx.input(k).shape());
     for (size_t d = 0; d < in_labels[k].size(); ++d)
-      if (shapes[k][d] != 1 || label_dims[static_cast<size_t>(in_labels[k][d])] == 1)
+      if (ctx.input(k).shape()[d] != 1 || label_dims[static_cast<size_t>(in_labels[k][d])] == 1)
         strides[k][static_cast<size_t>(in_labels[k][d])] += s[d];
   }
   using C = bin::Compute<T>;  // float for the 16-bit float types
@@ -455,7 +442,7 @@ void einsum_typed(KernelContext &ctx) {
     for (size_t j = 0; j < out_labels.size(); ++j)
       out = out * label_dims[static_cast<size_t>(labels[j])] + value[j];
     C prod = C(1);
-    for (size_t k = 0; k < shapes.size(); ++k) {
+    for (size_t k = 0; k < in_labels.size(); ++k) {
       int64_t off = 0;
       for (size_t j = 0; j < labels.size(); ++j)
         off += value[j] * strides[k][static_cast<size_t>(labels[j])];
