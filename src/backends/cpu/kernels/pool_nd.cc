@@ -85,11 +85,8 @@ void pool_nd_typed(KernelContext &ctx) {
   for (size_t d = k - 1; d-- > 0;) stride[d] = stride[d + 1] * g.in[d + 1];
   for (size_t d = 1; d < k; ++d) index_stride[d] = index_stride[d - 1] * g.in[d - 1];
   if (!col_major) index_stride = stride;
-  int64_t in_size = 1, out_size = 1;
-  for (size_t d = 0; d < k; ++d) {
-    in_size *= g.in[d];
-    out_size *= g.out[d];
-  }
+  int64_t in_size = 1;
+  for (size_t d = 0; d < k; ++d) in_size *= g.in[d];
   const int64_t ow = g.out[k - 1], rows = ty.numel() / ow;
   const T *x = tx.data<T>();
   T *y = ty.data<T>();

@@ -110,6 +110,9 @@ template <class T>
 void quantize_linear(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
+  const DType q = y.dtype();
+  if (q != DType::UInt8 && q != DType::Int8 && q != DType::UInt16 && q != DType::Int16)
+    return run_reference_kernel(ctx);  // int4, int2, float8, float4
   const QuantParams p(ctx, x.shape());
   // x / scale in double when either is float64, as NumPy (ONNX's reference) computes it.
   const bool in_double = std::is_same_v<T, double> || ctx.input(1).dtype() == DType::Float64;
@@ -129,10 +132,8 @@ void quantize_linear(KernelContext &ctx) {
       return go(int8_t{});
     case DType::UInt16:
       return go(uint16_t{});
-    case DType::Int16:
-      return go(int16_t{});
     default:
-      return run_reference_kernel(ctx);  // int4, int2, float8, float4
+      return go(int16_t{});
   }
 }
 
