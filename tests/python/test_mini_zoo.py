@@ -98,3 +98,23 @@ def test_pool1d_runs_as_pool2d(op, attrs):
     check(proto, {"x": RNG.standard_normal((2, 8, 61)).astype(np.float32)})
     steps = lumen.load_onnx(proto.SerializeToString()).compile().executable.steps
     assert {s.op for s in steps} & {"max_pool2d", "avg_pool2d"}, [s.op for s in steps]
+
+
+def test_dynamically_quantized_mlp(tmp_path):
+    """onnxruntime's quantize_dynamic output (DynamicQuantizeLinear, MatMulInteger, Cast, Mul) runs
+    on CPU kernels only and matches onnxruntime."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["N", 300])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], [init("w1", (300, 280)), init("b1", (280,), 0.2),
+                                               init("w2", (280, 40))])
+    src, dst = tmp_path / "mlp.onnx", tmp_path / "mlp_int8.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    quantization.quantize_dynamic(str(src), str(dst), weight_type=quantization.QuantType.QInt8)
+    proto = onnx.load(str(dst))
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {n.op_type for n in proto.graph.node}
+    check(proto, {"x": RNG.standard_normal((5, 300)).astype(np.float32)}, tol=1e-5)
+    steps = lumen.load_onnx(proto.SerializeToString()).compile().executable.steps
+    assert [(s.op, s.node) for s in steps if s.backend == "reference"] == []
