@@ -47,7 +47,6 @@ TEST(CpuCoverage, EveryReferenceOpHasACpuKernel) {
   const std::set<std::string> reference_only = {"batch_norm_training",
                                                 "blackman_window",
                                                 "causal_conv_with_state",
-                                                "col2im",
                                                 "deform_conv",
                                                 "det",
                                                 "hamming_window",
@@ -452,6 +451,20 @@ TEST(CpuCoverage, BitwiseOps) {
     for (const char *direction : {"LEFT", "RIGHT"})
       expect_same("bit_shift", {a, b}, {{"direction", std::string(direction)}});
   }
+}
+
+TEST(CpuCoverage, Col2Im) {
+  const auto i64s = [](std::vector<int64_t> v) {
+    return Tensor::from_vector<int64_t>({int64_t(v.size())}, v);
+  };
+  // 2-D: 3x3 blocks of a 6x7 image, stride 1, pad 1 (the image's own size); 1-D dilated, strided.
+  expect_same("col2im", {random_tensor({2, 3 * 9, 42}, 76), i64s({6, 7}), i64s({3, 3})},
+              {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, 1e-6);
+  expect_same("col2im", {random_tensor({1, 2 * 3, 5}, 77), i64s({13}), i64s({3})},
+              {{"strides", std::vector<int64_t>{2}},
+               {"dilations", std::vector<int64_t>{2}},
+               {"pads", std::vector<int64_t>{0, 1}}},
+              1e-6);
 }
 
 TEST(CpuCoverage, Unique) {

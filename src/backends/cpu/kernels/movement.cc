@@ -397,6 +397,65 @@ void eye_like(KernelContext &ctx) {
     std::memcpy(dst + static_cast<size_t>(i * cols + i + k) * elem, one, elem);
 }
 
+// Col2Im: input column l of block element b (for each image and channel) adds into image pixel
+// l * stride - pad_begin + b * dilation per spatial dim when that lies inside the image. Planes
+// (image, channel) in parallel; the block positions of each dim found once.
+template <class T>
+void col2im(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const auto image = ctx.input_ints(1), block = ctx.input_ints(2);
+  const size_t n = image.size();
+  const auto strides = ctx.attrs.get_ints("strides", std::vector<int64_t>(n, 1));
+  const auto dilations = ctx.attrs.get_ints("dilations", std::vector<int64_t>(n, 1));
+  const auto pads = ctx.attrs.get_ints("pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> count(n), image_stride(n, 1);
+  int64_t block_size = 1, pixels = 1;
+  for (size_t i = n; i-- > 0;) {
+    count[i] =
+        (image[i] + pads[i] + pads[i + n] - dilations[i] * (block[i] - 1) - 1) / strides[i] + 1;
+    block_size *= block[i];
+    image_stride[i] = pixels;
+    pixels *= image[i];
+  }
+  // pos[d][b * count[d] + l]: the pixel coordinate of block element b at block position l, or -1.
+  std::vector<std::vector<int64_t>> pos(n);
+  for (size_t d = 0; d < n; ++d)
+    for (int64_t b = 0; b < block[d]; ++b)
+      for (int64_t l = 0; l < count[d]; ++l) {
+        const int64_t p = l * strides[d] - pads[d] + b * dilations[d];
+        pos[d].push_back(p >= 0 && p < image[d] ? p : -1);
+      }
+  const int64_t cols = x.shape()[2];
+  T *out = y.data<T>();
+  const T *in = x.data<T>();
+  std::fill_n(out, y.numel(), T(0));
+  ctx.pool.parallel_for(y.shape()[0] * y.shape()[1], 1, [&](int64_t p0, int64_t p1) {
+    std::vector<int64_t> b(n), l(n);
+    for (int64_t nc = p0; nc < p1; ++nc)
+      for (int64_t bi = 0; bi < block_size; ++bi) {
+        for (int64_t rem = bi, d = static_cast<int64_t>(n) - 1; d >= 0; --d) {
+          b[static_cast<size_t>(d)] = rem % block[static_cast<size_t>(d)];
+          rem /= block[static_cast<size_t>(d)];
+        }
+        const T *column = in + (nc * block_size + bi) * cols;
+        std::fill(l.begin(), l.end(), int64_t{0});
+        for (int64_t li = 0; li < cols; ++li) {
+          int64_t pixel = 0;
+          for (size_t d = 0; d < n && pixel >= 0; ++d) {
+            const int64_t p = pos[d][static_cast<size_t>(b[d] * count[d] + l[d])];
+            pixel = p < 0 ? -1 : pixel + p * image_stride[d];
+          }
+          if (pixel >= 0) out[nc * pixels + pixel] += column[li];
+          for (size_t d = n; d-- > 0;) {  // the next block position
+            if (++l[d] < count[d]) break;
+            l[d] = 0;
+          }
+        }
+      }
+  });
+}
+
 // BitCast: the bytes, unchanged, as the output's dtype (same element size, checked by inference).
 void bit_cast(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
@@ -416,6 +475,8 @@ LUMEN_REGISTER_KERNEL("cpu", "center_crop_pad", center_crop_pad, LUMEN_ALL_DTYPE
 LUMEN_REGISTER_KERNEL("cpu", "reverse_sequence", reverse_sequence, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "eye_like", eye_like, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("cpu", "bit_cast", bit_cast, LUMEN_ALL_DTYPES);
+LUMEN_REGISTER_KERNEL("cpu", "col2im", col2im<float>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "col2im", col2im<double>, DType::Float64);
 
 }  // namespace
 }  // namespace lumen
