@@ -47,7 +47,6 @@ TEST(CpuCoverage, EveryReferenceOpHasACpuKernel) {
   const std::set<std::string> reference_only = {"batch_norm_training",
                                                 "blackman_window",
                                                 "causal_conv_with_state",
-                                                "deform_conv",
                                                 "det",
                                                 "hamming_window",
                                                 "hann_window",
@@ -451,6 +450,21 @@ TEST(CpuCoverage, BitwiseOps) {
     for (const char *direction : {"LEFT", "RIGHT"})
       expect_same("bit_shift", {a, b}, {{"direction", std::string(direction)}});
   }
+}
+
+// DeformConv: groups and offset groups, stride, dilation, pads, with and without mask and bias,
+// offsets moving taps outside the image.
+TEST(CpuCoverage, DeformConv) {
+  const Tensor x = random_tensor({2, 4, 7, 8}, 78), w = random_tensor({6, 2, 3, 3}, 79);
+  const Tensor offset = random_tensor({2, 2 * 2 * 9, 4, 4}, 80, -3, 3);
+  const Tensor mask = random_tensor({2, 2 * 9, 4, 4}, 81, 0, 1), bias = random_tensor({6}, 82);
+  const Attributes attrs{{"group", int64_t{2}},
+                         {"offset_group", int64_t{2}},
+                         {"strides", std::vector<int64_t>{2, 2}},
+                         {"dilations", std::vector<int64_t>{1, 2}},
+                         {"pads", std::vector<int64_t>{1, 2, 1, 1}}};
+  expect_same("deform_conv", {x, w, offset}, attrs, 1e-5);
+  expect_same("deform_conv", {x, w, offset, bias, mask}, attrs, 1e-5);
 }
 
 TEST(CpuCoverage, Col2Im) {

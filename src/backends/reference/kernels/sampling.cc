@@ -257,14 +257,15 @@ void deform_conv(KernelContext &ctx) {
                     mv.empty() ? 1.0 : mv[size_t(((n * og + o) * taps + t) * OH * OW + i * OW + j)];
                 const double py = double(i * s[0] - p[0] + u * d[0]) + dy;
                 const double px = double(j * s[1] - p[1] + v * d[1]) + dx;
-                const double fy = std::floor(py), fx = std::floor(px);
-                const int64_t y0 = int64_t(fy), x0 = int64_t(fx);
-                const double ly = py - fy, lx = px - fx;
                 double val = 0;
-                if (py > -1 && py < double(H) && px > -1 && px < double(W))
+                if (py > -1 && py < double(H) && px > -1 && px < double(W)) {  // NaN: outside
+                  const double fy = std::floor(py), fx = std::floor(px);
+                  const int64_t y0 = int64_t(fy), x0 = int64_t(fx);
+                  const double ly = py - fy, lx = px - fx;
                   val = (1 - ly) * (1 - lx) * at(img, y0, x0) +
                         (1 - ly) * lx * at(img, y0, x0 + 1) + ly * (1 - lx) * at(img, y0 + 1, x0) +
                         ly * lx * at(img, y0 + 1, x0 + 1);
+                }
                 acc += wv[size_t(((m * CG + cc) * KH + u) * KW + v)] * mask * val;
               }
           }
