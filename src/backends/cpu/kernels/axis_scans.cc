@@ -1,13 +1,13 @@
-// CPU ops that walk one axis of their input: argmax/argmin, cumsum/cumprod, hardmax and
-// lp_norm (LpNormalization), for the dtypes the reference covers. The input is viewed as [outer, n,
-// inner] around the axis. When inner > 1 a task takes a chunk of up to kColumns neighbouring
-// columns and steps along the axis one contiguous row of the chunk at a time, so each step is a
-// vectorizable loop over columns; when inner is 1 (the axis is innermost: a classifier's argmax, a
-// mask's cumsum) argmax/argmin run kLanes interleaved candidates over the row, combined at the end.
-// Tasks (outer index, chunk) are shared out over the pool. The semantics are the reference's
-// (backends/reference/kernels/ reduce.cc): argmax and hardmax take the first extreme (the last with
-// select_last_index), a NaN never wins unless it is the first element, and cumulative ops
-// accumulate in the input dtype.
+// CPU ops that walk one axis of their input: argmax/argmin, cumsum/cumprod, hardmax and lp_norm
+// (LpNormalization), for the dtypes the reference covers. The input is viewed as [outer, n, inner]
+// around the axis. When inner > 1 a task takes a chunk of up to kColumns neighbouring columns and
+// steps along the axis one contiguous row of the chunk at a time, so each step is a vectorizable
+// loop over columns; when inner is 1 (the axis is innermost: a classifier's argmax, an embedding's
+// norm) argmax/argmin run kLanes interleaved candidates over the row, combined at the end, and
+// lp_norm sums in kLanes lanes. Tasks are shared out over the pool. The semantics are the
+// reference's (backends/reference/kernels/reduce.cc, norms.cc): argmax and hardmax take the first
+// extreme (the last with select_last_index), a NaN never wins unless it is the first element, and
+// cumulative ops accumulate in the input dtype.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -48,42 +48,101 @@ void check_8bit(const KernelContext &ctx, const Tensor &t, const char *what) {
     ctx.fail(what, " must be int8 or uint8, got ", dtype_name(t.dtype()));
 }
 
-// dst[i * cols + j] = x[i * ld + j] - zero(i, j) as float, for an 8-bit x.
-template <class Zero>
-void to_float(ThreadPool &pool, const Tensor &x, int64_t offset, int64_t rows, int64_t cols,
-              int64_t ld, const Zero &zero, float *dst) {
-  pool.parallel_for(
-      rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
-        for (int64_t i = r0; i < r1; ++i)
-          for (int64_t j = 0; j < cols; ++j)
-            dst[i * cols + j] = static_cast<float>(int8_at(x, offset + i * ld + j) - zero(i, j));
-      });
-}
-
-// acc[m, n] += A[m, k] B[k, n] for float-held integers of magnitude at most `bound` (A row-major
-// with lda, B row-major [k, n]), exactly: each depth block's float product added into int64.
-void exact_gemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                const float *b, int64_t *acc, int64_t bound) {
-  const int64_t exact_depth = std::max<int64_t>(1, ((int64_t{1} << 24) - 1) / (bound * bound));
-  Tensor holder;
-  float *block = scratch<float>(holder, m * n);
-  for (int64_t k0 = 0; k0 < k; k0 += exact_depth) {
-    const int64_t kc = std::min(exact_depth, k - k0);
-    cpu::sgemm(pool, m, n, kc, cpu::StridedA(a + k0, lda, false),
-               cpu::StridedB(b + k0 * n, n, false), block, n);
-    pool.parallel_for(m * n, kGrain, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) acc[i] += static_cast<int64_t>(block[i]);
-    });
-  }
-}
-
 // The zero point of row/column i: a scalar or one per index.
 int64_t zero_at(const Tensor *zp, int64_t i) {
   if (!zp || zp->numel() == 0) return 0;
   return int8_at(*zp, zp->numel() == 1 ? 0 : i);
 }
 
-// C[t] = (A[t] - a_zp) (B[t] - b_zp) over NumPy-broadcast batches, as int64 in `out`.
+template <class Q>
+LUMEN_VEC_INLINE inline void widen_row(const Q *__restrict x, int64_t n, float zero,
+                                       const float *__restrict col_zero, float *__restrict dst) {
+  if (col_zero)
+    for (int64_t j = 0; j < n; ++j) dst[j] = float(x[j]) - col_zero[j];
+  else
+    for (int64_t j = 0; j < n; ++j) dst[j] = float(x[j]) - zero;
+}
+
+// dst[i * cols + j] = x[offset + i * ld + j] minus its zero point, as float (exact): zp holds one
+// value, one per row (per_row) or one per column.
+void widen(ThreadPool &pool, const Tensor &x, int64_t offset, int64_t rows, int64_t cols,
+           int64_t ld, const Tensor *zp, bool per_row, float *dst) {
+  const bool scalar = !zp || zp->numel() <= 1;
+  std::vector<float> col_zero;
+  if (!scalar && !per_row)
+    for (int64_t j = 0; j < cols; ++j) col_zero.push_back(float(zero_at(zp, j)));
+  pool.parallel_for(
+      rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i) {
+          const float zero = float(zero_at(zp, scalar ? 0 : i));
+          const float *cz = col_zero.empty() ? nullptr : col_zero.data();
+          vec::run_best([&]() LUMEN_VEC_INLINE {
+            if (x.dtype() == DType::Int8)
+              widen_row(x.data<int8_t>() + offset + i * ld, cols, zero, cz, dst + i * cols);
+            else
+              widen_row(x.data<uint8_t>() + offset + i * ld, cols, zero, cz, dst + i * cols);
+          });
+        }
+      });
+}
+
+// Depth [k0, k0 + kc) of another B operand, as a B of depth kc.
+class DepthSlice final : public cpu::GemmB {
+ public:
+  DepthSlice(const cpu::GemmB &b, int64_t k0) : b_(b), k0_(k0) {}
+  cpu::PanelBlock panels(int64_t n0, int64_t nc, int64_t k0, int64_t kc, int nr,
+                         float *buffer) const override {
+    return b_.panels(n0, nc, k0_ + k0, kc, nr, buffer);
+  }
+  bool prepacked() const override { return b_.prepacked(); }
+
+ private:
+  const cpu::GemmB &b_;
+  int64_t k0_;
+};
+
+// acc[m, n] += A[m, k] B[k, n] for float-held integers of magnitude at most `bound` (A row-major
+// with lda), exactly: the depth in blocks whose partial sums stay below 2^24, each block's float
+// product added into int64 by the GEMM's finish callback while it is in cache.
+void exact_gemm(ThreadPool &pool, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                const cpu::GemmB &b, int64_t *acc, int64_t bound) {
+  const int64_t exact_depth = std::max<int64_t>(1, ((int64_t{1} << 24) - 1) / (bound * bound));
+  Tensor holder;
+  float *block = scratch<float>(holder, m * n);
+  const cpu::GemmFinish add = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    for (int64_t i = m0; i < m1; ++i)
+      for (int64_t j = n0; j < n1; ++j) acc[i * n + j] += static_cast<int64_t>(block[i * n + j]);
+  };
+  cpu::GemmOptions options;
+  options.finish = &add;
+  for (int64_t k0 = 0; k0 < k; k0 += exact_depth) {
+    const int64_t kc = std::min(exact_depth, k - k0);
+    cpu::sgemm(pool, m, n, kc, cpu::StridedA(a + k0, lda, false), DepthSlice(b, k0), block, n,
+               options);
+  }
+}
+
+// A constant B (input b_index, 2-D) minus its constant zero point (input b_index + 2), widened to
+// float and packed once per compiled step.
+template <size_t kB>
+std::shared_ptr<const void> prepare_integer_b(const PrepareContext &ctx) {
+  const Tensor *b = ctx.constant(kB);
+  const bool zp_given = kB + 2 < ctx.input_shapes.size();
+  const Tensor *zp = zp_given ? ctx.constant(kB + 2) : nullptr;
+  if (!b || b->rank() != 2 || (b->dtype() != DType::Int8 && b->dtype() != DType::UInt8) ||
+      (zp_given && !zp) || (zp && zp->dtype() != DType::Int8 && zp->dtype() != DType::UInt8))
+    return nullptr;
+  const int64_t k = b->shape()[0], n = b->shape()[1];
+  if (zp && zp->numel() != 1 && zp->numel() != n) return nullptr;
+  ThreadPool serial(1);
+  std::vector<float> wide(static_cast<size_t>(k * n));
+  widen(ctx.pool ? *ctx.pool : serial, *b, 0, k, n, n, zp, false, wide.data());
+  return std::make_shared<cpu::PackedB>(cpu::StridedB(wide.data(), n, false), k, n,
+                                        cpu::default_f32_gemm_microkernel());
+}
+
+// C[t] = (A[t] - a_zp) (B[t] - b_zp) over NumPy-broadcast batches, as int64 in `out`; B from the
+// compiled step's prepared panels when it is a constant.
 std::vector<int64_t> integer_matmul(KernelContext &ctx, const Tensor &a, const Tensor *a_zp,
                                     const Tensor &b, const Tensor *b_zp) {
   check_8bit(ctx, a, "A");
@@ -93,21 +152,25 @@ std::vector<int64_t> integer_matmul(KernelContext &ctx, const Tensor &a, const T
   if (ctx.output(0).numel() != checked_mul(count, checked_mul(m, n)))
     ctx.fail("output shape ", ctx.output(0).shape().to_string(), " does not match the operands");
   std::vector<int64_t> out(static_cast<size_t>(count * m * n), 0);
+  const auto *packed =
+      plan.b_constant && b.rank() == 2 ? static_cast<const cpu::PackedB *>(ctx.prepared) : nullptr;
   Tensor a_holder, b_holder;
-  float *af = scratch<float>(a_holder, m * k), *bf = scratch<float>(b_holder, k * n);
+  float *af = scratch<float>(a_holder, m * k);
+  float *bf = packed ? nullptr : scratch<float>(b_holder, k * n);
   const int64_t bound = std::max(magnitude(a, a_zp), magnitude(b, b_zp));
   int64_t converted_b = -1;
   for (int64_t t = 0; t < count; ++t) {
-    to_float(
-        ctx.pool, a, plan.a[t] * m * k, m, k, k,
-        [&](int64_t i, int64_t) { return zero_at(a_zp, i); }, af);
+    widen(ctx.pool, a, plan.a[t] * m * k, m, k, k, a_zp, true, af);
+    if (packed) {
+      exact_gemm(ctx.pool, m, n, k, af, k, *packed, out.data() + t * m * n, bound);
+      continue;
+    }
     if (plan.b[t] != converted_b) {
-      to_float(
-          ctx.pool, b, plan.b[t] * k * n, k, n, n,
-          [&](int64_t, int64_t j) { return zero_at(b_zp, j); }, bf);
+      widen(ctx.pool, b, plan.b[t] * k * n, k, n, n, b_zp, false, bf);
       converted_b = plan.b[t];
     }
-    exact_gemm(ctx.pool, m, n, k, af, k, bf, out.data() + t * m * n, bound);
+    exact_gemm(ctx.pool, m, n, k, af, k, cpu::StridedB(bf, n, false), out.data() + t * m * n,
+               bound);
   }
   return out;
 }
@@ -150,8 +213,7 @@ std::vector<int64_t> integer_conv2d(KernelContext &ctx, const Tensor &x, const T
   float *wf = scratch<float>(w_holder, mo * depth);
   float *cols = scratch<float>(cols_holder, checked_mul(depth, pixels));
   const int64_t bound = std::max(magnitude(x, x_zp), magnitude(w, w_zp));
-  to_float(
-      ctx.pool, w, 0, mo, depth, depth, [&](int64_t m, int64_t) { return zero_at(w_zp, m); }, wf);
+  widen(ctx.pool, w, 0, mo, depth, depth, w_zp, true, wf);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t g = 0; g < group; ++g) {
       // im2col: row (ci, u, v), column (i, j) = x - xz at the tap, 0 in the padding.
@@ -172,7 +234,8 @@ std::vector<int64_t> integer_conv2d(KernelContext &ctx, const Tensor &x, const T
         }
       });
       int64_t *acc = out.data() + (b * mo + g * mg) * pixels;
-      exact_gemm(ctx.pool, mg, pixels, depth, wf + g * mg * depth, depth, cols, acc, bound);
+      exact_gemm(ctx.pool, mg, pixels, depth, wf + g * mg * depth, depth,
+                 cpu::StridedB(cols, pixels, false), acc, bound);
     }
   if (bias) {
     if (bias->dtype() != DType::Int32 || bias->numel() != mo)
@@ -282,6 +345,8 @@ void dynamic_quantize_linear(KernelContext &ctx) {
 }
 
 LUMEN_REGISTER_KERNEL("cpu", "matmul_integer", matmul_integer, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_PREPARE("cpu", "matmul_integer", prepare_integer_b<1>, DType::UInt8, DType::Int8);
+LUMEN_REGISTER_PREPARE("cpu", "qlinear_matmul", prepare_integer_b<3>, DType::UInt8, DType::Int8);
 LUMEN_REGISTER_KERNEL("cpu", "conv_integer", conv_integer, DType::UInt8, DType::Int8);
 LUMEN_REGISTER_KERNEL("cpu", "qlinear_matmul", qlinear_matmul, DType::UInt8, DType::Int8);
 LUMEN_REGISTER_KERNEL("cpu", "qlinear_conv", qlinear_conv, DType::UInt8, DType::Int8);
