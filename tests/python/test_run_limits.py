@@ -127,3 +127,21 @@ def test_pool_windows_in_the_padding_only_are_refused():
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
         with pytest.raises(lumen.Error, match="must be smaller than the window extent 3"):
             lumen.load_onnx(model).compile()
+
+
+@pytest.mark.parametrize("attrs", [dict(dilations=[1, 0]), dict(strides=[0, 1]),
+                                   dict(pads=[1, -1, 1, 1])])
+def test_conv_attributes_out_of_range_with_a_symbolic_batch(attrs):
+    """A conv whose attributes are invalid, in a graph with a symbolic dim (so inference runs at run
+    time), compiles and fails its run with the op's error; the compile-time weight packing used to
+    divide by the zero dilation (found by tools/fuzz.sh)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", **attrs)], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 15, 19])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    compiled = lumen.load_onnx(model.SerializeToString()).compile()
+    with pytest.raises(lumen.Error, match="conv"):
+        compiled.run({"x": np.zeros((2, 3, 15, 19), np.float32)})

@@ -391,6 +391,10 @@ std::optional<ConvParams> known_params(const PrepareContext &ctx, const Shape &w
   const auto strides = ctx.attrs.get_ints("strides", {1, 1});
   const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
   if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2) return std::nullopt;
+  // Inference checks these when the model runs; a graph compiled with unknown input dims reaches
+  // this before it does (a fuzzed dilation of 0 divided by zero here).
+  for (size_t i = 0; i < 2; ++i)
+    if (strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + 2] < 0) return std::nullopt;
   const Shape ys{xs[0], ws[0],
                  (xs[2] + pads[0] + pads[2] - dilations[0] * (ws[2] - 1) - 1) / strides[0] + 1,
                  (xs[3] + pads[1] + pads[3] - dilations[1] * (ws[3] - 1) - 1) / strides[1] + 1};
