@@ -117,6 +117,13 @@ TEST(ReduceTest, ReduceCpuMatchesReference) {
   }
 }
 
+// Integer reductions through log: a sum of 0 gives -inf, saturated to the type's lowest value.
+TEST(ReduceTest, IntegerLogSumSaturates) {
+  const Tensor zeros = Tensor::zeros({2, 3}, DType::Int64);
+  const Tensor y = call_op("reduce_log_sum", {zeros}, {{"keepdims", int64_t{0}}}, "reference")[0];
+  EXPECT_EQ(y.data<int64_t>()[0], INT64_MIN);
+}
+
 TEST(ReduceTest, LogSumExpLargeAndInfinite) {
   Tensor x = random_tensor({4, 300}, 12, 80, 100);  // exp overflows float without the shift
   x.data<float>()[300] = INFINITY;

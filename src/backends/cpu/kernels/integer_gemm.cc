@@ -74,7 +74,7 @@ void widen(ThreadPool &pool, const Tensor &x, int64_t offset, int64_t rows, int6
   pool.parallel_for(
       rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
         for (int64_t i = r0; i < r1; ++i) {
-          const float zero = float(zero_at(zp, scalar ? 0 : i));
+          const float zero = scalar ? float(zero_at(zp, 0)) : per_row ? float(zero_at(zp, i)) : 0.f;
           const float *cz = col_zero.empty() ? nullptr : col_zero.data();
           vec::run_best([&]() LUMEN_VEC_INLINE {
             if (x.dtype() == DType::Int8)
