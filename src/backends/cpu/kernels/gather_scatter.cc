@@ -1,5 +1,6 @@
-// CPU gather_elements, gather_nd, scatter_elements, scatter_nd, non_zero, compress, unique and
-// tensor_scatter (a KV cache's update), for any dtype (data moves as bytes; scatter_nd's
+// CPU gather_elements, gather_nd, scatter_elements, scatter_nd, non_zero, compress and
+// tensor_scatter (a KV cache's update), and unique (the kernel both backends share,
+// backends/common/unique_kernel.h), for any dtype (data moves as bytes; scatter_nd's
 // reductions are typed). Every index is checked against its dim
 // (negative ones count from the end) before anything is copied; the copies are shared out over the
 // pool, except scatter_nd's, whose later updates must win over earlier ones at the same place.
@@ -11,15 +12,10 @@
 #include "backends/common/binary_functors.h"
 #include "backends/common/dtype_lists.h"
 #include "backends/common/nd_index_geometry.h"
+#include "backends/common/unique_kernel.h"
 #include "core/kernel.h"
 
 namespace lumen {
-namespace indexing_detail {
-// Defined in src/graph/ops/indexing.cc.
-void unique_slices(const Tensor &x, int64_t axis, bool sorted, std::vector<int64_t> &first,
-                   std::vector<int64_t> &inverse, std::vector<int64_t> &counts);
-}  // namespace indexing_detail
-
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
@@ -342,50 +338,8 @@ void tensor_scatter(KernelContext &ctx) {
                         });
 }
 
-// Unique: the unique slices (found by the op's own definition, indexing_detail::unique_slices),
-// their first indices, the inverse indices and the counts; the slices copied over the pool.
-void unique(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  int64_t axis = -1, outer = 1, n = x.numel(), inner = 1;
-  if (ctx.attrs.has("axis")) {
-    const size_t a = x.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
-    axis = static_cast<int64_t>(a);
-    n = x.shape()[a];
-    outer = 1;
-    for (size_t d = 0; d < a; ++d) outer *= x.shape()[d];
-    for (size_t d = a + 1; d < x.rank(); ++d) inner *= x.shape()[d];
-  }
-  std::vector<int64_t> first, inverse, counts;
-  try {
-    indexing_detail::unique_slices(x, axis, ctx.attrs.get_int("sorted", 1) != 0, first, inverse,
-                                   counts);
-  } catch (const Error &e) {
-    ctx.fail(e.what());
-  }
-  const auto u = static_cast<int64_t>(first.size());
-  Tensor &y = ctx.output(0);
-  const size_t block = static_cast<size_t>(inner) * dtype_size(x.dtype());
-  if (static_cast<size_t>(outer * u) * block != y.nbytes() || ctx.output(1).numel() != u ||
-      ctx.output(2).numel() != n || ctx.output(3).numel() != u)
-    ctx.fail("outputs do not match the ", u, " unique values of input ", x.shape().to_string());
-  const auto *src = static_cast<const char *>(x.raw_data());
-  auto *dst = static_cast<char *>(y.raw_data());
-  ctx.pool.parallel_for(
-      outer * u, std::max<int64_t>(1, kGrain / std::max<size_t>(1, block)),
-      [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i)
-          std::memcpy(
-              dst + static_cast<size_t>(i) * block,
-              src + static_cast<size_t>((i / u) * n + first[static_cast<size_t>(i % u)]) * block,
-              block);
-      });
-  std::copy(first.begin(), first.end(), ctx.output(1).data<int64_t>());
-  std::copy(inverse.begin(), inverse.end(), ctx.output(2).data<int64_t>());
-  std::copy(counts.begin(), counts.end(), ctx.output(3).data<int64_t>());
-}
-
 LUMEN_REGISTER_KERNEL("cpu", "compress", compress, LUMEN_ALL_DTYPES);
-LUMEN_REGISTER_KERNEL("cpu", "unique", unique, DType::Float32, DType::Float64, DType::Int8,
+LUMEN_REGISTER_KERNEL("cpu", "unique", unique_kernel, DType::Float32, DType::Float64, DType::Int8,
                       DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::Bool,
                       DType::BFloat16);
 LUMEN_REGISTER_KERNEL("cpu", "tensor_scatter", tensor_scatter, LUMEN_ALL_DTYPES);

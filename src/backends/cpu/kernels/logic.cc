@@ -153,6 +153,8 @@ void where_general(KernelContext &ctx) {
   const bool *pc = c.data<bool>();
   const auto *px = static_cast<const T *>(x.raw_data()), *py = static_cast<const T *>(y.raw_data());
   auto *po = static_cast<T *>(out.raw_data());
+  const int64_t sc = rank ? strides[0][rank - 1] : 0, sx = rank ? strides[1][rank - 1] : 0,
+                sy = rank ? strides[2][rank - 1] : 0;  // along the last dim: 0 or 1
   ctx.pool.parallel_for(rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
       std::array<int64_t, 3> offset{};
@@ -161,8 +163,6 @@ void where_general(KernelContext &ctx) {
         rem /= shape[static_cast<size_t>(d)];
         for (size_t k = 0; k < 3; ++k) offset[k] += i * strides[k][static_cast<size_t>(d)];
       }
-      const int64_t sc = rank ? strides[0][rank - 1] : 0, sx = rank ? strides[1][rank - 1] : 0,
-                    sy = rank ? strides[2][rank - 1] : 0;
       const bool *cr = pc + offset[0];
       const T *xr = px + offset[1], *yr = py + offset[2];
       T *o = po + row * inner;

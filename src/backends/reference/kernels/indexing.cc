@@ -9,15 +9,10 @@
 
 #include "backends/common/index_value.h"
 #include "backends/common/nd_index_geometry.h"
+#include "backends/common/unique_kernel.h"
 #include "core/kernel.h"
 
 namespace lumen {
-namespace indexing_detail {
-// Defined in src/graph/ops/indexing.cc.
-void unique_slices(const Tensor &x, int64_t axis, bool sorted, std::vector<int64_t> &first,
-                   std::vector<int64_t> &inverse, std::vector<int64_t> &counts);
-}  // namespace indexing_detail
-
 namespace {
 
 #define LUMEN_ALL_DTYPES                                                                      \
@@ -344,41 +339,6 @@ void compress(KernelContext &ctx) {
     }
 }
 
-// Outputs: unique slices, their first indices, the inverse indices and the counts.
-void unique(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  int64_t axis = -1;
-  int64_t outer = 1, n = x.numel(), inner = 1;
-  if (ctx.attrs.has("axis")) {
-    const size_t a = kernel_axis(ctx, ctx.attrs.get_int("axis", 0), x.shape());
-    axis = static_cast<int64_t>(a);
-    outer = dims_product(x.shape(), 0, a);
-    n = x.shape()[a];
-    inner = dims_product(x.shape(), a + 1, x.rank());
-  }
-  std::vector<int64_t> first, inverse, counts;
-  try {
-    indexing_detail::unique_slices(x, axis, ctx.attrs.get_int("sorted", 1) != 0, first, inverse,
-                                   counts);
-  } catch (const Error &e) {
-    ctx.fail(e.what());
-  }
-  const auto u = static_cast<int64_t>(first.size());
-  Tensor &y = ctx.output(0);
-  const size_t block = static_cast<size_t>(inner) * dtype_size(x.dtype());
-  if (static_cast<size_t>(outer * u) * block != y.nbytes() || ctx.output(1).numel() != u ||
-      ctx.output(2).numel() != n || ctx.output(3).numel() != u)
-    ctx.fail("outputs do not match the ", u, " unique values of input ", x.shape().to_string());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t g = 0; g < u; ++g)
-      std::memcpy(bytes(y) + static_cast<size_t>(o * u + g) * block,
-                  bytes(x) + static_cast<size_t>(o * n + first[static_cast<size_t>(g)]) * block,
-                  block);
-  std::copy(first.begin(), first.end(), ctx.output(1).data<int64_t>());
-  std::copy(inverse.begin(), inverse.end(), ctx.output(2).data<int64_t>());
-  std::copy(counts.begin(), counts.end(), ctx.output(3).data<int64_t>());
-}
-
 // Writes update into a copy of the cache at write_indices[b] + i along the axis (modulo the
 // axis length in circular mode).
 void tensor_scatter(KernelContext &ctx) {
@@ -425,9 +385,9 @@ LUMEN_REGISTER_KERNEL("reference", "one_hot", one_hot, DType::Float32, DType::Fl
 LUMEN_REGISTER_KERNEL("reference", "non_zero", non_zero, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("reference", "compress", compress, LUMEN_ALL_DTYPES);
 LUMEN_REGISTER_KERNEL("reference", "tensor_scatter", tensor_scatter, LUMEN_ALL_DTYPES);
-LUMEN_REGISTER_KERNEL("reference", "unique", unique, DType::Float32, DType::Float64, DType::Int8,
-                      DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::Bool,
-                      DType::BFloat16);
+LUMEN_REGISTER_KERNEL("reference", "unique", unique_kernel, DType::Float32, DType::Float64,
+                      DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8,
+                      DType::Bool, DType::BFloat16);
 
 }  // namespace
 }  // namespace lumen
