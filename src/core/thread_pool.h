@@ -9,6 +9,7 @@
 // (see claims_) and then helps with what the others have left.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -31,9 +32,9 @@ class ThreadPool {
 
   int size() const { return num_threads_; }
 
-  // Calls fn(begin, end) over disjoint chunks covering [0, n), each at least `grain` long (except
-  // the last). Returns when all chunks are done; rethrows the first exception a chunk threw. `fn`
-  // may be called concurrently from several threads.
+  // Calls fn(begin, end) over disjoint chunks covering [0, n): at most ceil(n / grain) of them,
+  // their sizes differing by at most one. Returns when all chunks are done; rethrows the first
+  // exception a chunk threw. `fn` may be called concurrently from several threads.
   template <class F>
   void parallel_for(int64_t n, int64_t grain, F &&fn) {
     if (n <= 0) return;
@@ -69,7 +70,9 @@ class ThreadPool {
   // The current job. Written by the dispatching thread before it publishes the job through
   // claims_; stable until the job's last chunk is done (workers read it only after claiming one).
   Body body_{};
-  int64_t n_ = 0, chunk_ = 0;
+  int64_t n_ = 0, chunks_ = 0;
+  // Where chunk i of the current job starts: n_ split into chunks_ sizes that differ by at most 1.
+  int64_t chunk_begin(int64_t i) const { return i * (n_ / chunks_) + std::min(i, n_ % chunks_); }
   // Each participant (0: the dispatching thread, i: worker i) owns a contiguous range of a job's
   // chunks, the same part of every job: consecutive kernels that split the same dimension find
   // their data in the core's own L2 (claiming from one shared counter handed chunks out in

@@ -289,7 +289,7 @@ def dense_chain(batch, size):
 @pytest.mark.parametrize("batch,size", [(1, (13, 11)), (2, (9, 8)), (1, (37, 70))])
 def test_dense_convs_run_blocked(monkeypatch, algorithm, batch, size):
     """Every dense conv joins the chain; 3x3 stride-1 ones by each algorithm (forced), the
-    large map splitting Winograd's work into bands of tile rows."""
+    large map splitting Winograd's work into parts of its tiles that end mid-row."""
     monkeypatch.setenv("LUMEN_FORCE_ALGORITHM", algorithm)
     compiled, got, want = run_both(dense_chain(batch, size).model(), batch)
     steps = compiled.executable.steps

@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace lumen {
 namespace {
@@ -19,6 +23,33 @@ TEST(ThreadPool, CoversRangeExactlyOnce) {
       for (int64_t i = b; i < e; ++i) hits[i]++;
     });
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+}
+
+// Chunks of nearly equal size, a multiple of the threads in number: each thread's own range then
+// holds n / threads items, give or take one (14 items in fixed chunks of 2 gave ranges of 6 and 8).
+TEST(ThreadPool, SplitsIntoEvenChunks) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {5, 7, 14, 26, 1000}) {
+      std::mutex mutex;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        chunks.emplace_back(b, e);
+      });
+      std::sort(chunks.begin(), chunks.end());
+      int64_t lo = n, hi = 0, at = 0;
+      for (auto [b, e] : chunks) {
+        ASSERT_EQ(b, at) << "n=" << n;
+        lo = std::min(lo, e - b), hi = std::max(hi, e - b), at = e;
+      }
+      EXPECT_EQ(at, n);
+      EXPECT_LE(hi - lo, 1) << "n=" << n << " threads=" << threads;
+      if (n >= 2 * threads) {
+        EXPECT_EQ(chunks.size() % size_t(threads), 0u) << "n=" << n;
+      }
+    }
   }
 }
 

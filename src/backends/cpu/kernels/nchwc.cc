@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -307,6 +308,25 @@ std::vector<int64_t> pixel_offsets(int64_t rows, int64_t cols, int64_t row_strid
   return offsets;
 }
 
+// `slices` ranges of the filter groups (first output block of each, then the count: `firsts`) as
+// even in output blocks as whole groups allow: the first group of each slice, then the count.
+std::vector<int64_t> even_slices(const std::vector<int64_t> &firsts, int64_t slices) {
+  const auto groups = static_cast<int64_t>(firsts.size()) - 1;
+  const int64_t blocks = firsts.back();
+  std::vector<int64_t> bounds{0};
+  for (int64_t s = 1; s < slices; ++s) {
+    // The group boundary nearest to an even share, leaving at least one group per slice.
+    const int64_t target = blocks * s / slices;
+    int64_t gi = bounds.back() + 1;
+    while (gi < groups - (slices - s) &&
+           std::abs(firsts[size_t(gi + 1)] - target) <= std::abs(firsts[size_t(gi)] - target))
+      ++gi;
+    bounds.push_back(gi);
+  }
+  bounds.push_back(groups);
+  return bounds;
+}
+
 // Work items: (image, run of output pixels, slice of the filter groups). A run's input is read
 // once per pass for all the filter groups of its slice, while it is in L2, and a slice's weights
 // for one pass stay within ~64 KiB (kBlocksPerSlice output blocks). Where that gives too few
@@ -337,15 +357,21 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
     runs = std::clamp<int64_t>(ceil_div(wanted, g.n * slices), runs, std::max(runs, max_runs));
   }
   while ((g.n * runs * slices) % threads != 0 && runs < max_runs) ++runs;  // whole rounds
-  // Runs of output pixels (flat) or of whole output rows; whole tiles of every filter count.
-  const int64_t whole = tile_kernel().whole_tiles;
-  const int64_t per_item = ceil_div(ceil_div(out_pixels, runs), whole) * whole;
-  const int64_t rows_per_item = std::max<int64_t>(1, per_item / std::max<int64_t>(1, g.ow));
-  runs = flat ? ceil_div(out_pixels, per_item) : ceil_div(g.oh, rows_per_item);
+  // Runs of output pixels (flat: in whole tiles of every filter count) or of whole output rows,
+  // as even as that allows, and slices of the filter groups as even in output blocks as the
+  // groups allow: a thread's items take as long as another's (runs of 120 and 76 pixels, or
+  // slices of 28 and 36 blocks, left one core waiting ~15% of the conv: 2 threads, ResNet-50).
+  const int64_t whole = tile_kernel().whole_tiles, units = ceil_div(out_pixels, whole);
+  runs = std::min(runs, flat ? units : g.oh);
+  const auto run_begin = [&](int64_t run) {  // output pixel, or output row where strided
+    return flat ? std::min(out_pixels, units * run / runs * whole) : g.oh * run / runs;
+  };
+  const std::vector<int64_t> slice_groups = even_slices(packed.groups, slices);
   // A strided conv's run of whole rows is one call, its tiles spanning rows (a 7x7 output in
   // tiles of 8 pixels, not rows of 7): each pixel's input, from the run's first.
   const std::vector<int64_t> offsets =
-      flat ? std::vector<int64_t>{} : pixel_offsets(rows_per_item, g.ow, g.sh * g.w, g.sw, kBlock);
+      flat ? std::vector<int64_t>{}
+           : pixel_offsets(ceil_div(g.oh, runs), g.ow, g.sh * g.w, g.sw, kBlock);
   // Items come run by run, a thread's consecutive items sharing their input; slice by slice where
   // the weights outweigh the input (more output channels than output pixels), so that each thread
   // reads a share of the weights, which come from memory once per run, rather than all of them
@@ -358,10 +384,9 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       const int64_t n = item / (runs * slices);
       const int64_t run = slice_major ? item % runs : item / slices % runs;
       const int64_t slice = slice_major ? item / runs % slices : item % slices;
-      const int64_t g0 = groups * slice / slices, g1 = groups * (slice + 1) / slices;
-      const int64_t q0 = flat ? run * per_item : run * rows_per_item * g.ow;
-      const int64_t q1 = flat ? std::min(out_pixels, q0 + per_item)
-                              : std::min(g.oh, (run + 1) * rows_per_item) * g.ow;
+      const int64_t g0 = slice_groups[slice], g1 = slice_groups[slice + 1];
+      const int64_t q0 = flat ? run_begin(run) : run_begin(run) * g.ow;
+      const int64_t q1 = flat ? run_begin(run + 1) : run_begin(run + 1) * g.ow;
       ukernels::NchwcConvTile p{};
       p.x_block_stride = in_plane;
       p.x_pixel_stride = kBlock;

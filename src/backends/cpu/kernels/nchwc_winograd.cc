@@ -143,32 +143,31 @@ std::shared_ptr<NchwcWinogradWeights> nchwc_winograd_weights(const float *w, int
   return out;
 }
 
-// Work items: (image, band of tile rows, slice of the filter groups). An item transforms its
-// band's input (all input blocks), runs the 16 pointwise products for its filter groups, and
+// Work items: (image, part of the tiles, slice of the filter groups). An item transforms its
+// part's input (all input blocks), runs the 16 pointwise products for its filter groups, and
 // transforms its outputs back, all on one thread, so its transformed input and products stay in
-// that core's caches. Small maps, with fewer bands than threads, split the filter groups instead,
-// each slice transforming the input itself (at 2+ groups per slice a small share of its products).
+// that core's caches. The parts are runs of tiles in row-major order, as even as a tile allows,
+// in whole rounds over the threads (bands of whole tile rows split 14x14 maps 28 : 21 tiles
+// between two threads). Small maps, with fewer parts than threads, split the filter groups
+// instead, each slice transforming the input itself (at 2+ groups per slice a small share of its
+// products).
 void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
                          const NchwcWinogradWeights &weights) {
-  const int64_t rows = ceil_div(c.oh, 2), cols = ceil_div(c.ow, 2);
+  const int64_t rows = ceil_div(c.oh, 2), cols = ceil_div(c.ow, 2), all = rows * cols;
   const int64_t fgroups = static_cast<int64_t>(weights.groups.size()) - 1;
   const int64_t threads = pool.size();
-  const int64_t row_bytes = kPositions * (c.cb + c.mb) * kLanes * cols * int64_t(sizeof(float));
-  int64_t band = std::clamp<int64_t>(kItemBytes / row_bytes, 1, rows);
-  int64_t bands = ceil_div(rows, band);
-  if (bands > 1 && bands % threads != 0) {  // whole rounds of items over the threads
-    band = ceil_div(rows, ceil_div(bands, threads) * threads);
-    bands = ceil_div(rows, band);
-  }
+  const int64_t tile_bytes = kPositions * (c.cb + c.mb) * kLanes * int64_t(sizeof(float));
+  int64_t parts = ceil_div(all, std::clamp<int64_t>(kItemBytes / tile_bytes, 1, all));
+  if (parts > 1) parts = std::min(all, ceil_div(parts, threads) * threads);
   const int64_t slices =
-      std::clamp<int64_t>(ceil_div(2 * threads, c.n * bands), 1, std::max<int64_t>(1, fgroups / 2));
+      std::clamp<int64_t>(ceil_div(2 * threads, c.n * parts), 1, std::max<int64_t>(1, fgroups / 2));
   const int64_t c_floats = c.cb * kLanes, out_plane = c.oh * c.ow * kLanes;
-  pool.parallel_for(c.n * bands * slices, 1, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(c.n * parts * slices, 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats v, prod;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / (bands * slices), ty0 = item / slices % bands * band;
-      const int64_t slice = item % slices, ty1 = std::min(rows, ty0 + band);
-      const int64_t t0 = ty0 * cols, tiles = (ty1 - ty0) * cols;
+      const int64_t n = item / (parts * slices), part = item / slices % parts;
+      const int64_t slice = item % slices;
+      const int64_t t0 = all * part / parts, tiles = all * (part + 1) / parts - t0;
       const int64_t g0 = fgroups * slice / slices, g1 = fgroups * (slice + 1) / slices;
       const int64_t b0 = weights.groups[g0], b1 = weights.groups[g1];
       if (b0 >= b1) continue;
@@ -212,12 +211,16 @@ void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
           }
         }
       output_transform(c, n, cols, t0, tiles, b0, b1, prod.data(), p_stride);
-      if (c.epilogue) {  // the band's output rows of each block, while they are in cache
-        const int64_t r0 = 2 * ty0, r1 = std::min(c.oh, 2 * ty1);
+      if (c.epilogue)  // the part's outputs of each block, while they are in cache
         for (int64_t b = b0; b < b1; ++b)
-          c.epilogue->apply(c.y + (n * c.mb + b) * out_plane + r0 * c.ow * kLanes,
-                            (r1 - r0) * c.ow * kLanes, nullptr, nullptr);
-      }
+          for (int64_t t = t0; t < t0 + tiles;) {  // a run of tiles within one tile row
+            const int64_t ty = t / cols, tx = t % cols, run = std::min(cols - tx, t0 + tiles - t);
+            const int64_t x0 = 2 * tx, x1 = std::min(c.ow, 2 * (tx + run));
+            for (int64_t y = 2 * ty; y < std::min(c.oh, 2 * ty + 2); ++y)
+              c.epilogue->apply(c.y + (n * c.mb + b) * out_plane + (y * c.ow + x0) * kLanes,
+                                (x1 - x0) * kLanes, nullptr, nullptr);
+            t += run;
+          }
     }
   });
 }
