@@ -528,9 +528,12 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   // A plain input is padded plane by plane: "pixels" of one float, planes of one channel.
   const int64_t lanes = g.plain_c ? 1 : kBlock, planes = g.plain_c ? g.plain_c : g.cb;
   const int64_t out_plane = g.oh * g.ow * kBlock, in_plane = g.h * g.w * lanes;
-  const int64_t band = std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow));
-  const int64_t bands = ceil_div(g.oh, band);
   const int64_t fgroups = static_cast<int64_t>(packed.groups.size()) - 1;
+  // Bands of output rows as even as whole rows allow, in whole rounds over the threads where the
+  // rows allow (bands of 9, 9, 9 and 1 rows on a 28-row map left a core idle).
+  int64_t bands = ceil_div(g.oh, std::max<int64_t>(1, kPixelsPerItem / std::max<int64_t>(1, g.ow)));
+  while ((g.n * g.group * fgroups * bands) % pool.size() != 0 && bands < g.oh) ++bands;
+  const int64_t band = ceil_div(g.oh, bands);  // rows of the largest band
   const bool band_copies =
       !g.plain_c && g.mgb * kBlock * cg * taps * int64_t(sizeof(float)) <= kBandCopyWeightBytes;
   // The padded rows one plane of the copy holds: a band's, or all.
@@ -592,7 +595,7 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
       const int64_t fg = band_copies ? item % fgroups : item / bands % fgroups;
       const int64_t image_group = item / (bands * fgroups);  // n * group + gg
       const int64_t n = image_group / g.group, gg = image_group % g.group;
-      const int64_t i0 = b * band, i1 = std::min(g.oh, i0 + band);
+      const int64_t i0 = g.oh * b / bands, i1 = g.oh * (b + 1) / bands;
       const int64_t first = packed.groups[fg], filters = packed.groups[fg + 1] - first;
       const float *group_input;
       if (band_copies) {
