@@ -113,9 +113,10 @@ void ThreadPool::worker_loop(int self) {
 void ThreadPool::dispatch(int64_t n, int64_t grain, Body body) {
   grain = std::max<int64_t>(1, grain);
   // A few chunks per thread balances uneven chunks without much scheduling overhead. Their count
-  // is a multiple of the threads and their sizes differ by at most one item, so each thread's
-  // range holds n / threads items, give or take one: fixed-size chunks made 14 items 7 chunks of
-  // 2, a range of 6 items against one of 8 (ResNet-50's 28x28 Winograd convs, 2 threads).
+  // is a multiple of the threads and their sizes differ by at most one item (fixed-size chunks
+  // made 14 items 7 chunks of 2, ranges of 6 and 8 items: ResNet-50's 28x28 Winograd convs, 2
+  // threads). The longer chunks come first, in the dispatching thread's range: it starts before
+  // the workers see the job (spreading them evenly measured 0.5-2% slower on four of five CNNs).
   const int64_t threads = num_threads_;
   int64_t chunks = std::min({int64_t(kMaxChunks), threads * 4, (n + grain - 1) / grain});
   if (chunks > threads) chunks -= chunks % threads;

@@ -71,7 +71,8 @@ class ThreadPool {
   // claims_; stable until the job's last chunk is done (workers read it only after claiming one).
   Body body_{};
   int64_t n_ = 0, chunks_ = 0;
-  // Where chunk i of the current job starts: n_ split into chunks_ sizes that differ by at most 1.
+  // Where chunk i of the current job starts: n_ split into chunks_ sizes that differ by at most 1,
+  // the longer ones first.
   int64_t chunk_begin(int64_t i) const { return i * (n_ / chunks_) + std::min(i, n_ % chunks_); }
   // Each participant (0: the dispatching thread, i: worker i) owns a contiguous range of a job's
   // chunks, the same part of every job: consecutive kernels that split the same dimension find
