@@ -36,7 +36,9 @@ std::vector<Case> cases() {
           {25, 70, 600},       {200, 45, 31},
           {7, 1100, 40, true}, {300, 17, 520, false, true},
           {64, 64, 0},         {33, 65, 129, true, true},
-          {30, 40, 1100}};  // past the deep blocks of a prepacked B alone (2 x 550)
+          {30, 40, 1100},   // past the deep blocks of a prepacked B alone (2 x 550)
+          {1, 70, 1100},    // a matrix-vector product: one row, the whole depth in one block
+          {1, 40, 16400}};  // deeper than one block of it
 }
 
 // C = op(A) op(B) in float64.
@@ -231,7 +233,7 @@ TEST(Sgemm, StreamingStoresWriteWhatPlainStoresWrite) {
 // block only (after every product), over edge tiles and both threads; NaN passes the clamp.
 TEST(Sgemm, StoreEpilogueAddsBiasesAndClampsAfterTheLastDepthBlock) {
   ThreadPool pool(2);
-  for (const Case &c : {Case{29, 70, 600}, Case{13, 40, 1100}, Case{5, 9, 0}}) {
+  for (const Case &c : {Case{29, 70, 600}, Case{13, 40, 1100}, Case{5, 9, 0}, Case{1, 70, 600}}) {
     auto a = random_values(c.m * c.k, 7), b = random_values(c.k * c.n, 8);
     if (c.k > 0) a[2 * c.k] = NAN;  // row 2 of C is NaN
     const auto want = reference(c, a, b);
