@@ -4,10 +4,12 @@
 // free each intermediate after its last use, and a graph whose input shapes are known only at run
 // time also gets a ShapePlanCache (a planned plan per input-shape signature). Control-flow steps
 // get their subgraphs compiled the same way.
+#include <optional>
 #include <unordered_map>
 
 #include "compile/compiler.h"
 #include "compile/memory_planner.h"
+#include "graph/passes/widen_half_precision.h"
 
 #include "core/thread_pool.h"
 #include "lumen/memory_budget.h"
@@ -276,9 +278,47 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   return impl;
 }
 
-std::unique_ptr<Executable::Impl> compile_graph(const Graph &graph, Runtime &runtime,
+// Compares where automatic placement puts `node`'s float16/bfloat16 kernel and its float32 one
+// (placement dispatches on input 0's dtype): whether float32 lands on a faster backend
+// (`strictly`), or on one at least as fast.
+bool float32_placed_better(const Node &node, bool strictly) {
+  const Value *first = node.inputs().empty() ? nullptr : node.inputs()[0];
+  if (!first || (first->dtype() != DType::Float16 && first->dtype() != DType::BFloat16) ||
+      find_builtin_step(node.op()))
+    return false;
+  const auto best = [&](DType dtype) -> const Backend * {
+    for (const Backend *backend : backends())
+      if (backend->supports(node.op(), dtype)) return backend;
+    return nullptr;
+  };
+  const Backend *half = best(first->dtype()), *full = best(DType::Float32);
+  if (!full) return false;
+  if (!half) return true;
+  return strictly ? full->priority() > half->priority() : full->priority() >= half->priority();
+}
+bool slower_in_half_precision(const Node &node) {
+  return float32_placed_better(node, true);
+}
+bool as_fast_in_float32(const Node &node) {
+  return float32_placed_better(node, false);
+}
+
+std::unique_ptr<Executable::Impl> compile_graph(const Graph &input_graph, Runtime &runtime,
                                                 const CompileOptions &options,
                                                 const std::shared_ptr<PreparedCache> &prepared) {
+  // Half-precision nodes that only a slower backend runs run in float32 on a faster one; a
+  // backend named by the caller gets the graph as it is.
+  std::optional<Graph> widened;
+  const std::vector<Node *> nodes = input_graph.nodes();
+  if (runtime.options().backend.empty() &&
+      std::any_of(nodes.begin(), nodes.end(),
+                  [](const Node *n) { return slower_in_half_precision(*n); })) {
+    widened = input_graph.clone();
+    widen_half_precision(*widened, slower_in_half_precision, as_fast_in_float32);
+    // The float32 nodes get the fusions and layouts float32 models get.
+    widened->optimize(options.opt_level, OptimizeOptions{.dump_from_env = false});
+  }
+  const Graph &graph = widened ? *widened : input_graph;
   std::unique_ptr<Executable::Impl> impl = compile_plan(graph, runtime, options, prepared);
   const bool dynamic_inputs =
       std::any_of(graph.inputs().begin(), graph.inputs().end(),

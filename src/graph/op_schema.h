@@ -13,6 +13,14 @@
 
 namespace lumen {
 
+// The floating types ops that compute in floating point accept: float16 and bfloat16 as well as
+// float32 and float64 (the compiler runs half-precision nodes in float32 where only a slower
+// backend has their kernel: graph/passes/widen_half_precision.h).
+inline bool computes_in_float(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+         dtype == DType::BFloat16;
+}
+
 struct TensorType {
   DType dtype = DType::Float32;
   Shape shape;

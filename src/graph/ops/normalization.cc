@@ -18,8 +18,8 @@ namespace lumen {
 namespace {
 
 void check_float_input(const InferContext &ctx, const TensorType &x) {
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected a float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!computes_in_float(x.dtype))
+    ctx.fail("expected a float16, bfloat16, float32 or float64 input, got ", dtype_name(x.dtype));
 }
 
 std::vector<TensorType> infer_batch_norm(const InferContext &ctx) {

@@ -36,8 +36,8 @@ int64_t pool_out_dim(const InferContext &ctx, const char *axis, int64_t in, int6
 template <bool kIsMax>
 std::vector<TensorType> infer_pool2d(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!computes_in_float(x.dtype))
+    ctx.fail("expected a float16, bfloat16, float32 or float64 input, got ", dtype_name(x.dtype));
   if (x.shape.rank() != 4)
     ctx.fail("input must be 4-D [N, C, H, W], got shape ", x.shape.to_string());
   if (!ctx.attrs.has("kernel_shape")) ctx.fail("attribute 'kernel_shape' is required");
@@ -61,8 +61,8 @@ std::vector<TensorType> infer_pool2d(const InferContext &ctx) {
 
 std::vector<TensorType> infer_global_pool(const InferContext &ctx) {
   const TensorType &x = ctx.input(0);
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!computes_in_float(x.dtype))
+    ctx.fail("expected a float16, bfloat16, float32 or float64 input, got ", dtype_name(x.dtype));
   if (x.shape.rank() < 3)
     ctx.fail("input must be [N, C, spatial...] with at least one spatial dim, got shape ",
              x.shape.to_string());

@@ -18,8 +18,8 @@ int64_t gates_of(std::string_view op) {
 
 std::vector<TensorType> infer_recurrent(const InferContext &ctx) {
   const TensorType &x = ctx.input(0), &w = ctx.input(1), &r = ctx.input(2);
-  if (x.dtype != DType::Float32 && x.dtype != DType::Float64)
-    ctx.fail("expected float32 or float64 input, got ", dtype_name(x.dtype));
+  if (!computes_in_float(x.dtype))
+    ctx.fail("expected a float16, bfloat16, float32 or float64 input, got ", dtype_name(x.dtype));
   const std::string direction = ctx.attrs.get_string("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
     ctx.fail("direction must be forward, reverse or bidirectional, got '", direction, "'");

@@ -45,6 +45,7 @@ std::unique_ptr<Pass> make_eliminate_no_ops();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_cancel_transposes();
 std::unique_ptr<Pass> make_inline_constant_if();
+std::unique_ptr<Pass> make_conv_nd_to_conv2d();
 // Level 2: fusions and pattern recognition.
 std::unique_ptr<Pass> make_fold_conv_batch_norm();
 std::unique_ptr<Pass> make_trim_conv_taps();

@@ -19,6 +19,7 @@ std::vector<std::unique_ptr<Pass>> basic_passes() {
   passes.push_back(make_constant_folding());
   passes.push_back(make_fold_symbolic_shapes());
   passes.push_back(make_inline_constant_if());
+  passes.push_back(make_conv_nd_to_conv2d());
   passes.push_back(make_cancel_transposes());
   passes.push_back(make_common_subexpression_elimination());
   passes.push_back(make_dead_code_elimination());
