@@ -4,6 +4,10 @@
 
 #include <cstdint>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
@@ -12,7 +16,11 @@ namespace lumen::ukernels {
 // without F16C is not known, but is checked for).
 inline bool f16c_runs() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool runs = vec::cpu_isa() >= vec::Isa::Avx2 && __builtin_cpu_supports("f16c");
+  // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+  static const bool runs = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return vec::cpu_isa() >= vec::Isa::Avx2 && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+  }();
   return runs;
 #else
   return false;
