@@ -235,7 +235,7 @@ TEST(Sgemm, StoreEpilogueAddsBiasesAndClampsAfterTheLastDepthBlock) {
   ThreadPool pool(2);
   for (const Case &c : {Case{29, 70, 600}, Case{13, 40, 1100}, Case{5, 9, 0}, Case{1, 70, 600}}) {
     auto a = random_values(c.m * c.k, 7), b = random_values(c.k * c.n, 8);
-    if (c.k > 0) a[2 * c.k] = NAN;  // row 2 of C is NaN
+    if (c.k > 0 && c.m > 2) a[2 * c.k] = NAN;  // row 2 of C is NaN
     const auto want = reference(c, a, b);
     const auto row_bias = random_values(c.m, 9), col_bias = random_values(c.n, 10);
     const float lo = -0.5f, hi = 0.7f;
