@@ -283,9 +283,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
 // (`strictly`), or on one at least as fast.
 bool float32_placed_better(const Node &node, bool strictly) {
   const Value *first = node.inputs().empty() ? nullptr : node.inputs()[0];
-  if (!first || (first->dtype() != DType::Float16 && first->dtype() != DType::BFloat16) ||
-      find_builtin_step(node.op()))
-    return false;
+  if (!first || !is_half_precision(first->dtype()) || find_builtin_step(node.op())) return false;
   const auto best = [&](DType dtype) -> const Backend * {
     for (const Backend *backend : backends())
       if (backend->supports(node.op(), dtype)) return backend;

@@ -6,14 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "graph/passes/pattern.h"
 #include "lumen/ops.h"
 
 namespace lumen {
 namespace {
-
-bool half_precision(DType dtype) {
-  return dtype == DType::Float16 || dtype == DType::BFloat16;
-}
 
 // The one half-precision type among the node's floating values, or nullopt where there is none,
 // where another floating type appears beside it, or where an attribute names a dtype (the node
@@ -26,7 +23,7 @@ std::optional<DType> narrow_type(const Node &node) {
   bool other_float = false;
   const auto see = [&](const Value *v) {
     if (!v || !is_floating(v->dtype())) return;
-    if (!half_precision(v->dtype()))
+    if (!is_half_precision(v->dtype()))
       other_float = true;
     else if (narrow && *narrow != v->dtype())
       other_float = true;
@@ -46,6 +43,7 @@ bool widen_half_precision(Graph &graph, const std::function<bool(const Node &)> 
   // read by the next widened node as the float32 value it was rounded from, so a chain of them
   // runs in float32 throughout (and the passes can fuse it), rounding where it ends.
   std::map<const Value *, Value *> widened;
+  std::vector<Value *> roundings;  // the casts back to half precision this pass added
   const auto wide = [&](Value *narrow) {
     auto [it, added] = widened.emplace(narrow, nullptr);
     if (!added) return it->second;
@@ -75,6 +73,7 @@ bool widen_half_precision(Graph &graph, const std::function<bool(const Node &)> 
       if (node->output(o)->dtype() == *narrow) {
         Value *rounded = graph.add_op("cast", {result}, to_narrow, graph.fresh_name(node->name()));
         widened[rounded] = result;
+        roundings.push_back(rounded);
         result = rounded;
       }
       graph.replace_all_uses(node->output(o), result);
@@ -83,11 +82,8 @@ bool widen_half_precision(Graph &graph, const std::function<bool(const Node &)> 
     changed = true;
   }
   // Roundings that no node reads (the chain went on in float32) are dropped.
-  for (const auto &[narrow, wide_value] : widened)
-    if (Node *cast = narrow->producer();
-        cast && cast->op() == "cast" && narrow->users().empty() &&
-        std::find(graph.outputs().begin(), graph.outputs().end(), narrow) == graph.outputs().end())
-      graph.remove_node(cast);
+  for (Value *rounded : roundings)
+    if (!is_live(graph, rounded)) graph.remove_node(rounded->producer());
   if (changed) graph.remove_unused_constants();
   return changed;
 }

@@ -13,6 +13,10 @@
 
 namespace lumen {
 
+inline bool is_half_precision(DType dtype) {
+  return dtype == DType::Float16 || dtype == DType::BFloat16;
+}
+
 // Widens every node whose floating values are all of one half-precision type, with no attribute
 // naming a dtype, where `slower_half(node)` (the caller's placement runs the node's
 // half-precision kernel on a slower backend than its float32 one), or where `float32_as_fast(node)`

@@ -363,8 +363,8 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   // slices of 28 and 36 blocks, left one core waiting ~15% of the conv: 2 threads, ResNet-50).
   const int64_t whole = tile_kernel().whole_tiles, units = ceil_div(out_pixels, whole);
   runs = std::min(runs, flat ? units : g.oh);
-  const auto run_begin = [&](int64_t run) {  // output pixel, or output row where strided
-    return flat ? std::min(out_pixels, units * run / runs * whole) : g.oh * run / runs;
+  const auto run_begin = [&](int64_t run) {  // its first output pixel
+    return flat ? std::min(out_pixels, units * run / runs * whole) : g.oh * run / runs * g.ow;
   };
   const std::vector<int64_t> slice_groups = even_slices(packed.groups, slices);
   // A strided conv's run of whole rows is one call, its tiles spanning rows (a 7x7 output in
@@ -385,8 +385,7 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       const int64_t run = slice_major ? item % runs : item / slices % runs;
       const int64_t slice = slice_major ? item / runs % slices : item % slices;
       const int64_t g0 = slice_groups[slice], g1 = slice_groups[slice + 1];
-      const int64_t q0 = flat ? run_begin(run) : run_begin(run) * g.ow;
-      const int64_t q1 = flat ? run_begin(run + 1) : run_begin(run + 1) * g.ow;
+      const int64_t q0 = run_begin(run), q1 = run_begin(run + 1);
       ukernels::NchwcConvTile p{};
       p.x_block_stride = in_plane;
       p.x_pixel_stride = kBlock;
