@@ -1,8 +1,9 @@
-// The pattern passes: fuse_elementwise_chain, recognize_gelu, recognize_swish and
-// recognize_layer_norm. Each
+// The pattern passes: fuse_elementwise_chain, the recognizers (gelu, swish, layer_norm, rotary,
+// attention) and the attention layouts (attention_heads_in_place, merge_qkv_projections). Each
 // positive case checks the rewrite, its note and that the optimized graph computes what the
 // original did; each negative case checks that a near-miss is left alone.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 
@@ -683,6 +684,113 @@ TEST(AttentionHeadsInPlace, BertHeadSplitAndMergeGo) {
                              {random_tensor({2, 5, 16}, 8, -2, 2),
                               random_tensor({2, 5, 16}, 9, -2, 2), random_tensor({2, 5, 16}, 10)},
                              1e-4, 1e-5));
+  }
+}
+
+// --- merge_qkv_projections -----------------------------------------------------------------------
+
+// A rank-3 attention (4 query heads, 2 key/value heads of size 4) on Q, K and V made by `project`
+// from one input x [2, 5, 8], with an additive mask.
+Graph qkv_graph(const std::function<std::vector<Value *>(Graph &, Value *)> &project) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 5, 8});
+  Value *mask = g.add_input("mask", {5, 5});
+  const std::vector<Value *> qkv = project(g, x);
+  g.mark_output(g.add_node("attention", {qkv[0], qkv[1], qkv[2], mask},
+                           {{"q_num_heads", int64_t{4}}, {"kv_num_heads", int64_t{2}}})
+                    ->output(0));
+  return g;
+}
+
+Value *weights(Graph &g, int64_t n, uint64_t seed) {
+  return g.add_constant(g.fresh_name("w"), random_tensor({8, n}, seed));
+}
+
+Value *bias(Graph &g, int64_t n, uint64_t seed) {
+  return g.add_constant(g.fresh_name("b"), random_tensor({n}, seed, 0.5, 1.5));
+}
+
+std::vector<Tensor> qkv_inputs() {
+  return {random_tensor({2, 5, 8}, 21, -2, 2), random_tensor({5, 5}, 22)};
+}
+
+// Three projections of x as exporters write them: a bias, a scale after the projection (Whisper's
+// Q), none at all (Whisper's K). One fused_matmul with the scaled weights side by side remains,
+// and attention reads it packed; the same results on the CPU and the reference backends.
+TEST(MergeQkvProjections, ThreeProjectionsBecomeOneMatmul) {
+  Graph g = qkv_graph([](Graph &g, Value *x) {
+    Value *q = g.add_op(
+        "mul", {g.add_op("fused_matmul", {x, weights(g, 16, 1), bias(g, 16, 2)}), scalar(g, 0.5f)});
+    Value *k = g.add_op("matmul", {x, weights(g, 8, 3)});
+    Value *v = g.add_op("fused_matmul", {x, weights(g, 8, 4), bias(g, 8, 5)});
+    return std::vector<Value *>{q, k, v};
+  });
+  const Graph original = g.clone();
+  const auto notes = run_pass(*make_merge_qkv_projections(), g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("reads Q, K and V packed [.., 32]: projections mul"), std::string::npos)
+      << notes[0];
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"attention", 1}, {"fused_matmul", 1}}));
+  const Node *attention = g.outputs()[0]->producer();
+  EXPECT_EQ(attention->attrs().get_int("qkv_packed", 0), 1);
+  EXPECT_EQ(attention->input(0)->shape(), Shape({2, 5, 32}));
+  for (const std::string backend : {"cpu", "reference"})
+    EXPECT_TRUE(same_outputs(original, g, qkv_inputs(), 1e-4, 1e-5, backend)) << backend;
+}
+
+// GPT-2's form: one projection split into Q, K and V along the last dim. Attention reads the
+// projection; the split copies go.
+TEST(MergeQkvProjections, SplitProjectionIsReadInPlace) {
+  Graph g = qkv_graph([](Graph &g, Value *x) {
+    Value *qkv = g.add_op("fused_matmul", {x, weights(g, 32, 6), bias(g, 32, 7)});
+    std::vector<Value *> parts;
+    for (int64_t i = 0; i < 3; ++i)
+      parts.push_back(g.add_op("split", {qkv, int_constant(g, {16, 8, 8})},
+                               {{"axis", int64_t{-1}}, {"index", i}}));
+    return parts;
+  });
+  const Graph original = g.clone();
+  const auto notes = run_pass(*make_merge_qkv_projections(), g);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("packed [.., 32]: split"), std::string::npos) << notes[0];
+  PassContext dce;
+  make_dead_code_elimination()->run(g, dce);
+  EXPECT_EQ(op_counts(g), (std::map<std::string, int>{{"attention", 1}, {"fused_matmul", 1}}));
+  for (const std::string backend : {"cpu", "reference"})
+    EXPECT_TRUE(same_outputs(original, g, qkv_inputs(), 1e-4, 1e-5, backend)) << backend;
+}
+
+// Left alone: K and V projected from another input (cross-attention), a projection with an
+// activation, a split in another order, and heads of different sizes.
+TEST(MergeQkvProjections, OtherFormsAreLeftAlone) {
+  const std::vector<std::function<std::vector<Value *>(Graph &, Value *)>> forms{
+      [](Graph &g, Value *x) {
+        Value *memory = g.add_op("neg", {x});
+        return std::vector<Value *>{g.add_op("matmul", {x, weights(g, 16, 1)}),
+                                    g.add_op("matmul", {memory, weights(g, 8, 2)}),
+                                    g.add_op("matmul", {memory, weights(g, 8, 3)})};
+      },
+      [](Graph &g, Value *x) {
+        return std::vector<Value *>{
+            g.add_op("fused_matmul", {x, weights(g, 16, 1)}, {{"activation", std::string("relu")}}),
+            g.add_op("matmul", {x, weights(g, 8, 2)}), g.add_op("matmul", {x, weights(g, 8, 3)})};
+      },
+      [](Graph &g, Value *x) {
+        Value *qkv = g.add_op("matmul", {x, weights(g, 32, 4)});
+        std::vector<Value *> parts;
+        for (int64_t i : {0, 2, 1})
+          parts.push_back(g.add_op("split", {qkv, int_constant(g, {16, 8, 8})},
+                                   {{"axis", int64_t{2}}, {"index", i}}));
+        return parts;
+      },
+      [](Graph &g, Value *x) {  // V's heads of size 8, K's of size 4
+        return std::vector<Value *>{g.add_op("matmul", {x, weights(g, 16, 1)}),
+                                    g.add_op("matmul", {x, weights(g, 8, 2)}),
+                                    g.add_op("matmul", {x, weights(g, 16, 3)})};
+      }};
+  for (const auto &form : forms) {
+    Graph g = qkv_graph(form);
+    run_pass(*make_merge_qkv_projections(), g, /*changed=*/false);
   }
 }
 

@@ -8,6 +8,8 @@
 //   outputs: Y (Q's layout, head size Dv), present_key [B, Hkv, P + Skv, Dk],
 //     present_value [B, Hkv, P + Skv, Dv], qk_matmul_output [B, Hq, Sq, P + Skv].
 //   attrs: q_num_heads, kv_num_heads (required for rank 3), scale (default 1/sqrt(Dk)),
+//     qkv_packed=0 (Lumen's own, rank 3: Q, K and V are one [B, S, (q_heads + 2 kv_heads) * D]
+//     tensor given as all three inputs, Q's heads first, then K's, then V's),
 //     is_causal=0, softcap=0, qk_matmul_output_mode=0 (0/1: QK, 2: QK + bias, 3: softmax),
 //     softmax_precision (ignored: the reference computes in double), left_window_size=-1,
 //     right_window_size=-1.
@@ -68,13 +70,24 @@ std::vector<TensorType> infer_attention(const InferContext &ctx) {
       return hidden / heads;
     };
     sq = q.shape[1];
-    skv = k.shape[1];
-    check_same(ctx, skv, v.shape[1], "K/V sequence length", k.shape, v.shape);
-    const int64_t dq = head(q.shape[2], hq, "Q");
-    dk = head(k.shape[2], hkv, "K");
-    dv = head(v.shape[2], hkv, "V");
-    check_same(ctx, dq, dk, "Q/K head size", q.shape, k.shape);
+    if (ctx.attrs.get_int("qkv_packed", 0) != 0) {
+      // One tensor, given as Q, K and V: Q's heads, then K's, then V's, all of one size.
+      for (size_t i = 0; i < 3; ++i) {
+        check_same(ctx, q.shape[i], k.shape[i], "packed Q/K dim", q.shape, k.shape);
+        check_same(ctx, q.shape[i], v.shape[i], "packed Q/V dim", q.shape, v.shape);
+      }
+      skv = sq;
+      dk = dv = head(q.shape[2], checked_add(hq, checked_mul(2, hkv), "heads"), "packed QKV");
+    } else {
+      skv = k.shape[1];
+      check_same(ctx, skv, v.shape[1], "K/V sequence length", k.shape, v.shape);
+      const int64_t dq = head(q.shape[2], hq, "Q");
+      dk = head(k.shape[2], hkv, "K");
+      dv = head(v.shape[2], hkv, "V");
+      check_same(ctx, dq, dk, "Q/K head size", q.shape, k.shape);
+    }
   } else {
+    if (ctx.attrs.get_int("qkv_packed", 0) != 0) ctx.fail("packed Q/K/V needs rank-3 inputs");
     hq = q.shape[1];
     hkv = k.shape[1];
     check_same(ctx, hkv, v.shape[1], "K/V head count", k.shape, v.shape);

@@ -50,6 +50,7 @@ std::unique_ptr<Pass> make_conv_nd_to_conv2d();
 std::unique_ptr<Pass> make_fold_conv_batch_norm();
 std::unique_ptr<Pass> make_trim_conv_taps();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
+std::unique_ptr<Pass> make_merge_qkv_projections();
 std::unique_ptr<Pass> make_recognize_gelu();
 std::unique_ptr<Pass> make_recognize_swish();
 std::unique_ptr<Pass> make_recognize_layer_norm();

@@ -39,6 +39,7 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_recognize_attention());
   passes.push_back(make_attention_heads_in_place());
   passes.push_back(make_matmul_add_to_gemm());
+  passes.push_back(make_merge_qkv_projections());
   passes.push_back(make_fuse_residual_add());
   passes.push_back(make_fuse_bias_activation());
   passes.push_back(make_fuse_elementwise_chain());

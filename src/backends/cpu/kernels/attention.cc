@@ -43,9 +43,10 @@ struct HeadLayout {
   }
 };
 
-// [B, H, S, D] (rank 4) or [B, S, H * D] (rank 3).
-HeadLayout layout_of(const float *data, bool rank3, int64_t heads, int64_t seq, int64_t dim) {
-  if (rank3) return {data, seq * heads * dim, dim, heads * dim};
+// [B, H, S, D] (rank 4), or rank 3: tokens `row` floats apart, the heads from column `col`.
+HeadLayout layout_of(const float *data, bool rank3, int64_t heads, int64_t seq, int64_t dim,
+                     int64_t row = 0, int64_t col = 0) {
+  if (rank3) return {data + col, seq * row, dim, row};
   return {data, heads * seq * dim, seq * dim, dim};
 }
 
@@ -155,8 +156,8 @@ void attention_f32(KernelContext &ctx) {
   if (ctx.has_input(6)) nonpad = ctx.input_ints(6, "nonpad_kv_seqlen");
 
   // K and V rows: in place (rank 4 or 3, no past), else the present tensors [B, Hkv, total, D].
-  const HeadLayout k_in = layout_of(tk.data<float>(), rank3, hkv, skv, dk);
-  const HeadLayout v_in = layout_of(tv.data<float>(), rank3, hkv, skv, dv);
+  const HeadLayout k_in = layout_of(tk.data<float>(), rank3, hkv, skv, dk, dims.k_row, dims.k_col);
+  const HeadLayout v_in = layout_of(tv.data<float>(), rank3, hkv, skv, dv, dims.v_row, dims.v_col);
   HeadLayout keys = k_in, values = v_in;
   Tensor present_k, present_v;
   const bool want_present = ctx.outputs.size() > 1 && ctx.outputs[1];
@@ -171,9 +172,9 @@ void attention_f32(KernelContext &ctx) {
     keys = layout_of(present_k.data<float>(), false, hkv, total, dk);
     values = layout_of(present_v.data<float>(), false, hkv, total, dv);
   }
-  const HeadLayout queries = layout_of(tq.data<float>(), rank3, hq, sq, dk);
+  const HeadLayout queries = layout_of(tq.data<float>(), rank3, hq, sq, dk, dims.q_row, dims.q_col);
   float *y = ctx.output(0).data<float>();
-  const HeadLayout out = layout_of(y, rank3, hq, sq, dv);
+  const HeadLayout out = layout_of(y, rank3, hq, sq, dv, hq * dv);
 
   const float scale = ctx.attrs.has("scale") ? float(ctx.attrs.get_float("scale", 1.0))
                                              : float(1.0 / std::sqrt(double(dk)));

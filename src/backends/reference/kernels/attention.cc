@@ -67,8 +67,8 @@ void attention(KernelContext &ctx) {
             key[kbase + d] = pk[((b * hkv + h) * past + s) * dk + d];
           else {
             const int64_t t = s - past;
-            src =
-                rank3 ? (b * skv + t) * hkv * dk + h * dk + d : ((b * hkv + h) * skv + t) * dk + d;
+            src = rank3 ? (b * skv + t) * dims.k_row + dims.k_col + h * dk + d
+                        : ((b * hkv + h) * skv + t) * dk + d;
             key[kbase + d] = k[src];
           }
         }
@@ -78,8 +78,8 @@ void attention(KernelContext &ctx) {
             val[vbase + d] = pv[((b * hkv + h) * past + s) * dv + d];
           else {
             const int64_t t = s - past;
-            src =
-                rank3 ? (b * skv + t) * hkv * dv + h * dv + d : ((b * hkv + h) * skv + t) * dv + d;
+            src = rank3 ? (b * skv + t) * dims.v_row + dims.v_col + h * dv + d
+                        : ((b * hkv + h) * skv + t) * dv + d;
             val[vbase + d] = v[src];
           }
         }
@@ -126,8 +126,8 @@ void attention(KernelContext &ctx) {
         for (int64_t j = 0; j < total; ++j) {
           double acc = 0;
           for (int64_t d = 0; d < dk; ++d) {
-            const int64_t qi =
-                rank3 ? (b * sq + i) * hq * dk + h * dk + d : ((b * hq + h) * sq + i) * dk + d;
+            const int64_t qi = rank3 ? (b * sq + i) * dims.q_row + dims.q_col + h * dk + d
+                                     : ((b * hq + h) * sq + i) * dk + d;
             acc += round_to(dt, q[qi] * sc) *
                    round_to(dt, key[((b * hkv + kh) * total + j) * dk + d] * sc);
           }
