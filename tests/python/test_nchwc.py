@@ -241,6 +241,21 @@ def test_grouped_convs_and_batch_norm_run_blocked():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
+@pytest.mark.parametrize("size", [(13, 11), (7, 7), (2, 3)])
+def test_wide_pointwise_convs(size):
+    """ResNet bottlenecks: 1x1 convs from 64 to 512 channels over 8 to 32 input blocks (passes of
+    16), on maps that end mid-tile, with a residual and a strided 1x1 whose pixels span rows."""
+    c = Chain(64, size, 2)
+    skip = c.conv(256, activation="Relu")                      # 8 input blocks
+    c.conv(64, activation="Relu")                              # 32 input blocks: two passes
+    c.conv(64, kernel=3, pad=1, activation="Relu")
+    c.conv(256, residual_from=skip, activation="Relu")
+    c.conv(512, stride=2)                                      # strided: pixels span rows
+    compiled, got, want = run_both(c.model(), c.batch)
+    assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 5
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_geometries(seed):
     """Random maps (down to 1x1), kernels, strides, paddings and dilations (taps past every edge,
