@@ -1,6 +1,7 @@
-// Blocked pooling rows (f32_nchwc.h), AVX-512: two outputs of a block's 8 channels per 16-lane
-// vector where their windows have the same taps (all but the edge columns), one output at a time
-// elsewhere; one max or add per window tap, NaN tracked in a mask by an unordered compare (maxps
+// Blocked pooling rows (f32_nchwc.h), AVX-512: separably (down the columns, then along the
+// row), two outputs of a block's 8 channels per 16-lane vector where their windows have the same
+// taps (all but the edge columns), one output at a time elsewhere; one max or add per window tap
+// where a row is too wide to pool separably; NaN tracked in a mask by an unordered compare (maxps
 // drops a NaN in its first operand).
 #include "backends/cpu/ukernels/f32_nchwc.h"
 
@@ -96,10 +97,11 @@ inline void pool_row(const NchwcPool &p, int64_t i, float *out) {
   }
 }
 
-// The max down each column c of `rows` (kRows of them; 0: `count`), at maxima[c]: columns
-// [c, c + kPixels) per call, two to a vector (kPixels even) or one; NaN where any was NaN.
-template <int kRows, int kPixels>
-inline void column_maxima(const float *const *rows, int64_t count, int64_t c, float *maxima) {
+// The max (Max) or sum down each column c of `rows` (kRows of them; 0: `count`), at out[c]:
+// columns [c, c + kPixels) per call, two to a vector (kPixels even) or one; a max is NaN where
+// any was NaN (a sum is by itself).
+template <bool Max, int kRows, int kPixels>
+inline void column_reduce(const float *const *rows, int64_t count, int64_t c, float *out) {
   constexpr int kVectors = (kPixels + 1) / 2;
   const __mmask16 lanes = kPixels % 2 ? 0x00FF : 0xFFFF;
   const int64_t n = kRows > 0 ? kRows : count;
@@ -107,7 +109,7 @@ inline void column_maxima(const float *const *rows, int64_t count, int64_t c, fl
   __mmask16 bad[kVectors];
 #pragma GCC unroll 4
   for (int v = 0; v < kVectors; ++v) {
-    acc[v] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    acc[v] = _mm512_set1_ps(Max ? -std::numeric_limits<float>::infinity() : 0.0f);
     bad[v] = 0;
   }
 #pragma GCC unroll 3
@@ -116,30 +118,36 @@ inline void column_maxima(const float *const *rows, int64_t count, int64_t c, fl
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
       const __m512 x = _mm512_maskz_loadu_ps(lanes, row + 2 * v * kLanes);
-      bad[v] = _kor_mask16(bad[v], _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q));
-      acc[v] = _mm512_max_ps(acc[v], x);
+      if constexpr (Max) {
+        bad[v] = _kor_mask16(bad[v], _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q));
+        acc[v] = _mm512_max_ps(acc[v], x);
+      } else {
+        acc[v] = _mm512_add_ps(acc[v], x);
+      }
     }
   }
 #pragma GCC unroll 4
   for (int v = 0; v < kVectors; ++v)
     _mm512_mask_storeu_ps(
-        maxima + (c + 2 * v) * kLanes, lanes,
-        _mm512_mask_mov_ps(acc[v], bad[v],
-                           _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN())));
+        out + (c + 2 * v) * kLanes, lanes,
+        Max ? _mm512_mask_mov_ps(acc[v], bad[v],
+                                 _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()))
+            : acc[v]);
 }
 
-template <int kRows>
-void row_column_maxima(const float *const *rows, int64_t count, int64_t w, float *maxima) {
+template <bool Max, int kRows>
+void row_column_reduce(const float *const *rows, int64_t count, int64_t w, float *out) {
   int64_t c = 0;
-  for (; c + 8 <= w; c += 8) column_maxima<kRows, 8>(rows, count, c, maxima);
-  for (; c + 2 <= w; c += 2) column_maxima<kRows, 2>(rows, count, c, maxima);
-  if (c < w) column_maxima<kRows, 1>(rows, count, c, maxima);
+  for (; c + 8 <= w; c += 8) column_reduce<Max, kRows, 8>(rows, count, c, out);
+  for (; c + 2 <= w; c += 2) column_reduce<Max, kRows, 2>(rows, count, c, out);
+  if (c < w) column_reduce<Max, kRows, 1>(rows, count, c, out);
 }
 
-// Outputs [j, j + 2 * kPairs) of a row of column maxima m whose windows all keep the same kCols
-// taps, two to a vector, every tap of every window unrolled.
-template <int kCols, int kPairs>
-inline void row_maxima(const NchwcPool &p, const float *m, int64_t j, float *out) {
+// Outputs [j, j + 2 * kPairs) of a row of column maxima or sums m whose windows all keep the
+// same kCols taps, two to a vector, every tap of every window unrolled; a sum divided by its
+// window's count (row_pool.row_div[0]: the pooled row's factor).
+template <bool Max, int kCols, int kPairs>
+inline void row_reduce(const NchwcPool &p, const float *m, int64_t j, float *out) {
   const int64_t step = p.sw * kLanes, tap = p.dw * kLanes;
   const float *at = m + (j * p.sw - p.pl + p.col_lo[j] * p.dw) * kLanes;
   __m512 acc[kPairs];
@@ -147,34 +155,48 @@ inline void row_maxima(const NchwcPool &p, const float *m, int64_t j, float *out
 #pragma GCC unroll 4
   for (int q = 0; q < kPairs; ++q) {
     acc[q] = load_halves(at + 2 * q * step, step);
-    bad[q] = _mm512_cmp_ps_mask(acc[q], acc[q], _CMP_UNORD_Q);
+    bad[q] = Max ? _mm512_cmp_ps_mask(acc[q], acc[q], _CMP_UNORD_Q) : 0;
   }
 #pragma GCC unroll 4
   for (int b = 1; b < kCols; ++b)
 #pragma GCC unroll 4
     for (int q = 0; q < kPairs; ++q) {
       const __m512 x = load_halves(at + 2 * q * step + b * tap, step);
-      bad[q] = _kor_mask16(bad[q], _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q));
-      acc[q] = _mm512_max_ps(acc[q], x);
+      if constexpr (Max) {
+        bad[q] = _kor_mask16(bad[q], _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q));
+        acc[q] = _mm512_max_ps(acc[q], x);
+      } else {
+        acc[q] = _mm512_add_ps(acc[q], x);
+      }
     }
 #pragma GCC unroll 4
-  for (int q = 0; q < kPairs; ++q)
-    _mm512_storeu_ps(out + (j + 2 * q) * kLanes,
-                     _mm512_mask_mov_ps(acc[q], bad[q],
-                                        _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN())));
+  for (int q = 0; q < kPairs; ++q) {
+    __m512 v;
+    if constexpr (Max) {
+      v = _mm512_mask_mov_ps(acc[q], bad[q],
+                             _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+    } else {
+      const int64_t first = j + 2 * q;
+      const float row = p.row_div[0];
+      v = _mm512_div_ps(
+          acc[q], _mm512_mask_blend_ps(__mmask16(0xFF00), _mm512_set1_ps(row * p.col_div[first]),
+                                       _mm512_set1_ps(row * p.col_div[first + 1])));
+    }
+    _mm512_storeu_ps(out + (j + 2 * q) * kLanes, v);
+  }
 }
 
-// Max pooling of a row of column maxima (row_pool: its one-row image) into out: runs of outputs
-// with the same taps through row_maxima, the rest one or two at a time.
-template <int kCols>
-void pool_maxima_row(const NchwcPool &row_pool, float *out) {
+// Pooling of a row of column maxima or sums (row_pool: its one-row image) into out: runs of
+// outputs with the same taps through row_reduce, the rest one or two at a time.
+template <bool Max, int kCols>
+void pool_reduced_row(const NchwcPool &row_pool, float *out) {
   int64_t j = 0;
   while (j < row_pool.ow) {
     if (row_pool.col_hi[j] - row_pool.col_lo[j] == kCols && same_taps(row_pool, j, 8)) {
-      row_maxima<kCols, 4>(row_pool, row_pool.x, j, out);
+      row_reduce<Max, kCols, 4>(row_pool, row_pool.x, j, out);
       j += 8;
     } else if (row_pool.col_hi[j] - row_pool.col_lo[j] == kCols && same_taps(row_pool, j, 2)) {
-      row_maxima<kCols, 1>(row_pool, row_pool.x, j, out);
+      row_reduce<Max, kCols, 1>(row_pool, row_pool.x, j, out);
       j += 2;
     } else {
       pool_outputs<false>(row_pool, 0, j, out);
@@ -183,24 +205,20 @@ void pool_maxima_row(const NchwcPool &row_pool, float *out) {
   }
 }
 
-// Rows of at most this many pixels are max-pooled separably (the column maxima on the stack).
+// Rows of at most this many pixels are pooled separably (the column maxima or sums on the
+// stack).
 constexpr int64_t kSeparableMaxWidth = 1024;
 
-}  // namespace
-
-void f32_nchwc_pool_rows__avx512(const NchwcPool &p, int64_t row_begin, int64_t row_end) {
-  if (!p.max || p.w > kSeparableMaxWidth) {
-    for (int64_t i = row_begin; i < row_end; ++i) pool_row(p, i, p.y + i * p.ow * kLanes);
-    return;
-  }
-  // Max is separable: the maxima down each column over the row's window rows first, read in
-  // whole vectors, then the row pooled as a one-row image of them. 3x3 windows: 6 loads and
-  // maxima per output instead of 9 (SqueezeNet's 3x3 stride-2 max pools: 1.6x onnxruntime's time
-  // with 9).
-  alignas(64) float maxima[kSeparableMaxWidth * kLanes];
+// Max and average are separable: the maxima (sums) down each column over the row's window rows
+// first, read in whole vectors, then the row pooled as a one-row image of them. 3x3 windows: 6
+// loads and maxima (additions) per output instead of 9 (SqueezeNet's 3x3 stride-2 max pools: 1.6x
+// onnxruntime's time with 9).
+template <bool Max>
+void pool_rows_separably(const NchwcPool &p, int64_t row_begin, int64_t row_end) {
+  alignas(64) float reduced[kSeparableMaxWidth * kLanes];
   const int64_t zero = 0, one = 1;
   NchwcPool row_pool = p;
-  row_pool.x = maxima;
+  row_pool.x = reduced;
   row_pool.sh = row_pool.pt = row_pool.dh = 0;
   row_pool.row_lo = &zero, row_pool.row_hi = &one;
   constexpr int64_t kMostRows = 64;
@@ -214,19 +232,33 @@ void f32_nchwc_pool_rows__avx512(const NchwcPool &p, int64_t row_begin, int64_t 
     for (int64_t a = 0; a < count; ++a)
       rows[a] = p.x + (i * p.sh - p.pt + (p.row_lo[i] + a) * p.dh) * p.w * kLanes;
     if (count == 3)
-      row_column_maxima<3>(rows, count, p.w, maxima);
+      row_column_reduce<Max, 3>(rows, count, p.w, reduced);
     else if (count == 2)
-      row_column_maxima<2>(rows, count, p.w, maxima);
+      row_column_reduce<Max, 2>(rows, count, p.w, reduced);
     else
-      row_column_maxima<0>(rows, count, p.w, maxima);
+      row_column_reduce<Max, 0>(rows, count, p.w, reduced);
+    if (!Max) row_pool.row_div = p.row_div + i;  // the pooled row's count factor
     float *out = p.y + i * p.ow * kLanes;
     if (p.col_hi[p.ow / 2] - p.col_lo[p.ow / 2] == 3)  // the window's width inside the image
-      pool_maxima_row<3>(row_pool, out);
+      pool_reduced_row<Max, 3>(row_pool, out);
     else if (p.col_hi[p.ow / 2] - p.col_lo[p.ow / 2] == 2)
-      pool_maxima_row<2>(row_pool, out);
+      pool_reduced_row<Max, 2>(row_pool, out);
     else
       pool_row(row_pool, 0, out);
   }
+}
+
+}  // namespace
+
+void f32_nchwc_pool_rows__avx512(const NchwcPool &p, int64_t row_begin, int64_t row_end) {
+  if (p.w > kSeparableMaxWidth) {
+    for (int64_t i = row_begin; i < row_end; ++i) pool_row(p, i, p.y + i * p.ow * kLanes);
+    return;
+  }
+  if (p.max)
+    pool_rows_separably<true>(p, row_begin, row_end);
+  else
+    pool_rows_separably<false>(p, row_begin, row_end);
 }
 
 }  // namespace lumen::ukernels
