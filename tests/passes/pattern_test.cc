@@ -738,6 +738,21 @@ TEST(MergeQkvProjections, ThreeProjectionsBecomeOneMatmul) {
     EXPECT_TRUE(same_outputs(original, g, qkv_inputs(), 1e-4, 1e-5, backend)) << backend;
 }
 
+// T5's form: no biases at all. The merged projection has none either.
+TEST(MergeQkvProjections, ProjectionsWithoutBiasesMergeWithoutOne) {
+  Graph g = qkv_graph([](Graph &g, Value *x) {
+    return std::vector<Value *>{g.add_op("matmul", {x, weights(g, 16, 1)}),
+                                g.add_op("matmul", {x, weights(g, 8, 2)}),
+                                g.add_op("matmul", {x, weights(g, 8, 3)})};
+  });
+  const Graph original = g.clone();
+  run_pass(*make_merge_qkv_projections(), g);
+  const Node *merged = g.outputs()[0]->producer()->input(0)->producer();
+  ASSERT_EQ(merged->op(), "fused_matmul");
+  EXPECT_EQ(merged->inputs().size(), 2u);
+  EXPECT_TRUE(same_outputs(original, g, qkv_inputs(), 1e-4, 1e-5));
+}
+
 // GPT-2's form: one projection split into Q, K and V along the last dim. Attention reads the
 // projection; the split copies go.
 TEST(MergeQkvProjections, SplitProjectionIsReadInPlace) {

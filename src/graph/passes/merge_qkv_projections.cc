@@ -10,7 +10,7 @@
 //   - one projection already merged (GPT-2's c_attn) split into Q, K and V along the last dim:
 //     attention reads the split's input, and the split copies go.
 // Runs after matmul_add_to_gemm, whose fused_matmul carries the biases.
-#include <cstring>
+#include <algorithm>
 #include <optional>
 #include <unordered_set>
 
@@ -53,8 +53,8 @@ std::optional<Projection> projection(const Graph &graph, Value *v) {
   return Projection{n, &w->constant(), bias ? &bias->constant() : nullptr, scale, scaling};
 }
 
-// The projections' weights side by side, [K, sum of N], and their biases ([sum of N]), each
-// part times its scale.
+// The projections' weights side by side, [K, sum of N], and their biases ([sum of N]; zeros for
+// a part without one), each part times its scale.
 std::pair<Tensor, Tensor> merged_constants(const std::vector<Projection> &parts, int64_t k,
                                            int64_t n) {
   Tensor weights = Tensor::empty({k, n}, DType::Float32);
@@ -151,10 +151,13 @@ class MergeQkvProjections final : public Pass {
           same_input &= p.node->input(0) == x && p.weights->shape()[0] == depth;
         if (!same_input) continue;
         auto [weights, bias] = merged_constants(parts, depth, width);
-        Value *w = graph.add_constant(graph.fresh_name(name + "_qkv_weights"), std::move(weights));
-        Value *b = graph.add_constant(graph.fresh_name(name + "_qkv_bias"), std::move(bias));
+        std::vector<Value *> operands{
+            x, graph.add_constant(graph.fresh_name(name + "_qkv_weights"), std::move(weights))};
+        if (std::any_of(parts.begin(), parts.end(), [](const Projection &p) { return p.bias; }))
+          operands.push_back(
+              graph.add_constant(graph.fresh_name(name + "_qkv_bias"), std::move(bias)));
         Node *merged =
-            graph.add_node("fused_matmul", {x, w, b}, {}, graph.fresh_name(name + "_qkv"));
+            graph.add_node("fused_matmul", operands, {}, graph.fresh_name(name + "_qkv"));
         packed_input = merged->output();
         for (const Projection &p : parts) {
           if (p.scaling) replaced.push_back(p.scaling);
