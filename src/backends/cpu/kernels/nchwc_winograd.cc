@@ -15,7 +15,7 @@ constexpr int64_t kLanes = ukernels::kNchwcBlock;
 constexpr int64_t kPositions = 16;  // of a 4x4 input tile
 constexpr int64_t kInBlocksPerPass = 16;
 // Transformed input and products of one work item: they stay in L2 between the transforms and
-// the products.
+// the products (see nchwc_winograd_conv for large weights).
 constexpr int64_t kItemBytes = int64_t(1) << 19;
 
 // One pixel's 8 channels as a vector (GCC/Clang vector extensions): compiled inside run_best's
@@ -157,7 +157,12 @@ void nchwc_winograd_conv(ThreadPool &pool, const NchwcWinogradConv &c,
   const int64_t fgroups = static_cast<int64_t>(weights.groups.size()) - 1;
   const int64_t threads = pool.size();
   const int64_t tile_bytes = kPositions * (c.cb + c.mb) * kLanes * int64_t(sizeof(float));
-  int64_t parts = ceil_div(all, std::clamp<int64_t>(kItemBytes / tile_bytes, 1, all));
+  // Every part reads all the transformed weights: where they are large, parts take up to three
+  // times kItemBytes, so fewer of them read the weights (ResNet-50's 256 -> 256 convs on 14x14:
+  // 4 MB of weights, 4 parts -> 2).
+  const int64_t weight_bytes = kPositions * c.mb * c.cb * kLanes * kLanes * int64_t(sizeof(float));
+  const int64_t item_bytes = std::clamp<int64_t>(weight_bytes / 2, kItemBytes, 3 * kItemBytes);
+  int64_t parts = ceil_div(all, std::clamp<int64_t>(item_bytes / tile_bytes, 1, all));
   if (parts > 1) parts = std::min(all, ceil_div(parts, threads) * threads);
   const int64_t slices =
       std::clamp<int64_t>(ceil_div(2 * threads, c.n * parts), 1, std::max<int64_t>(1, fgroups / 2));
