@@ -85,11 +85,8 @@ class AttentionHeadsInPlace final : public Pass {
       Attributes attrs = node->attrs();
       attrs.set("q_num_heads", q->second);
       attrs.set("kv_num_heads", k->second);
+      // A new node's output can stand for any value, graph outputs included (can_replace).
       Node *rank3 = graph.add_node("attention", inputs, attrs, graph.fresh_name(name));
-      if (!graph.can_replace(merge->output(), rank3->output(0))) {
-        graph.remove_node(rank3);
-        continue;
-      }
       graph.replace_all_uses(merge->output(), rank3->output(0));
       Node *transpose = merge->input(0)->producer();
       for (Node *n : {merge, transpose, node})  // the heads' split copies go with dead code

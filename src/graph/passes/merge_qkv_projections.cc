@@ -64,12 +64,13 @@ std::pair<Tensor, Tensor> merged_constants(const std::vector<Projection> &parts,
   for (const Projection &p : parts) {
     const Tensor w = p.weights->contiguous();
     const int64_t width = w.shape()[1];
+    const float *wp = w.data<float>();
     for (int64_t r = 0; r < k; ++r)
-      for (int64_t c = 0; c < width; ++c)
-        wm[r * n + col + c] = w.data<float>()[r * width + c] * p.scale;
+      for (int64_t c = 0; c < width; ++c) wm[r * n + col + c] = wp[r * width + c] * p.scale;
     if (p.bias) {
       const Tensor b = p.bias->contiguous();
-      for (int64_t c = 0; c < width; ++c) bm[col + c] = b.data<float>()[c] * p.scale;
+      const float *bp = b.data<float>();
+      for (int64_t c = 0; c < width; ++c) bm[col + c] = bp[c] * p.scale;
     }
     col += width;
   }
@@ -170,20 +171,10 @@ class MergeQkvProjections final : public Pass {
       for (size_t i = 3; i < node->inputs().size(); ++i) inputs.push_back(node->input(i));
       Attributes attrs = node->attrs();
       attrs.set("qkv_packed", int64_t{1});
+      // A new node's outputs can stand for any value, graph outputs included (can_replace).
       Node *packed = graph.add_node("attention", inputs, attrs, graph.fresh_name(name));
-      bool replaceable = true;
       for (size_t i = 0; i < node->outputs().size(); ++i)
-        replaceable &= !is_live(graph, node->output(i)) ||
-                       graph.can_replace(node->output(i), packed->output(i));
-      if (!replaceable) {
-        graph.remove_node(packed);
-        if (Node *merged = packed_input->producer(); merged && merged->output()->users().empty())
-          graph.remove_node(merged);
-        continue;
-      }
-      for (size_t i = 0; i < node->outputs().size(); ++i)
-        if (is_live(graph, node->output(i)))
-          graph.replace_all_uses(node->output(i), packed->output(i));
+        graph.replace_all_uses(node->output(i), packed->output(i));
       ctx.note("attention '", name, "' reads Q, K and V packed [.., ", width, "]: ", from);
       replaced.insert(replaced.begin(), node);
       for (Node *n : replaced)
