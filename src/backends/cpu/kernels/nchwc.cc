@@ -477,8 +477,8 @@ void run_depthwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
   // epilogue finds them in L1 and small maps with few blocks still spread over the threads.
   const ukernels::NchwcDepthwiseRow wide_row =
       nchwc_avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
-  const int64_t band = std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4));
-  const int64_t bands = ceil_div(g.oh, band);
+  const int64_t bands = ceil_div(g.oh, std::max<int64_t>(1, kBandBytes / (g.ow * kBlock * 4)));
+  const int64_t band = ceil_div(g.oh, bands);  // even bands: 14 + 14 rows, not 18 + 10
   pool.parallel_for(g.n * g.cb * bands, 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats scratch;
     for (int64_t item = begin; item < end; ++item) {
