@@ -6,15 +6,9 @@
 #include <vector>
 
 #include "core/kernel.h"
+#include "graph/ops/reduce.h"
 
 namespace lumen {
-namespace reduce_detail {
-// Defined in src/graph/ops/reduce.cc.
-void parse_einsum(const std::string &equation, const std::vector<Shape> &shapes,
-                  std::vector<std::vector<int>> &in_labels, std::vector<int> &out_labels,
-                  std::vector<int64_t> &label_dims);
-}  // namespace reduce_detail
-
 struct EinsumLabels {
   std::vector<std::vector<int>> inputs;
   std::vector<int> output;

@@ -1,7 +1,7 @@
 // The epilogue of the fused ops (fused_conv, fused_gemm, fused_matmul): y = act(y + bias +
 // residual) over a contiguous block of outputs, applied by a kernel right after it computed that
 // block, so the block is still in cache. Shared by the reference and CPU kernels so both apply the
-// same formula; the list of fusable activations is shared with the op's inference and the passes.
+// same formula. The list of fusable activations: graph/ops/epilogue_activations.h.
 //
 // The activation is chosen once per kernel call (a variant of the functors in
 // activation_functors.h, built from the node's "activation_*" attributes); each block dispatches
@@ -19,59 +19,9 @@
 #include "backends/common/activation_functors.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
+#include "graph/ops/epilogue_activations.h"
 
 namespace lumen {
-
-// An activation a fused op can apply: its op name (also the value of the "activation" attribute)
-// and the names of its own attributes, which the fused node carries as "activation_<name>".
-struct EpilogueActivation {
-  std::string_view name;
-  std::array<std::string_view, 2> params;  // "" for unused slots
-};
-
-inline constexpr std::array<EpilogueActivation, 9> kEpilogueActivations = {{
-    {"relu", {}},
-    {"leaky_relu", {"alpha"}},
-    {"clip", {"min", "max"}},
-    {"sigmoid", {}},
-    {"silu", {}},
-    {"tanh", {}},
-    {"gelu", {"approximate"}},
-    {"hard_swish", {}},
-    {"hard_sigmoid", {"alpha", "beta"}},
-}};
-
-inline constexpr std::string_view kActivationPrefix = "activation_";
-
-// nullptr when `name` is not an activation the fused ops can apply.
-inline const EpilogueActivation *find_epilogue_activation(std::string_view name) {
-  for (const EpilogueActivation &a : kEpilogueActivations)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-inline bool takes_param(const EpilogueActivation &activation, std::string_view param) {
-  return !param.empty() && std::find(activation.params.begin(), activation.params.end(), param) !=
-                               activation.params.end();
-}
-
-// "relu, leaky_relu, ..." for error messages.
-inline std::string epilogue_activation_names() {
-  std::string out;
-  for (const EpilogueActivation &a : kEpilogueActivations) {
-    if (!out.empty()) out += ", ";
-    out += a.name;
-  }
-  return out;
-}
-
-// The activation's own attributes, un-prefixed: {activation_alpha=0.1} -> {alpha=0.1}.
-inline Attributes activation_attributes(const Attributes &fused) {
-  Attributes out;
-  for (const auto &[key, value] : fused.items())
-    if (key.starts_with(kActivationPrefix)) out.set(key.substr(kActivationPrefix.size()), value);
-  return out;
-}
 
 namespace act {
 template <class T>

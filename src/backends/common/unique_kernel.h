@@ -9,14 +9,9 @@
 #include <vector>
 
 #include "core/kernel.h"
+#include "graph/ops/indexing.h"
 
 namespace lumen {
-namespace indexing_detail {
-// Defined in src/graph/ops/indexing.cc.
-void unique_slices(const Tensor &x, int64_t axis, bool sorted, std::vector<int64_t> &first,
-                   std::vector<int64_t> &inverse, std::vector<int64_t> &counts);
-}  // namespace indexing_detail
-
 inline void unique_kernel(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   int64_t axis = -1, outer = 1, n = x.numel(), inner = 1;

@@ -9,13 +9,9 @@
 #include <vector>
 
 #include "graph/op_schema.h"
+#include "graph/ops/nms_selection.h"
 
 namespace lumen {
-namespace detection_detail {
-// Defined with the reference kernel (src/backends/reference/kernels/detection.cc).
-std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *> &in, bool center);
-}  // namespace detection_detail
-
 namespace {
 
 bool is_float(DType d) {
@@ -56,7 +52,7 @@ std::vector<TensorType> infer_nms(const InferContext &ctx) {
     if (!ctx.value(i)) ctx.defer({DType::Int64});
     values.push_back(ctx.value(i));
   }
-  const auto sel = detection_detail::nms_select(values, center != 0);
+  const auto sel = nms_select(values, center != 0);
   return {{DType::Int64, Shape{int64_t(sel.size()), 3}}};
 }
 

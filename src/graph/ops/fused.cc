@@ -5,17 +5,17 @@
 //   fused_gemm(a, b, c?): act(alpha * op(A) op(B) + beta * C); gemm's attributes.
 //   fused_matmul(a, b, bias?): act(matmul(a, b) + bias); bias is 1-D [N], N = last output dim.
 //   fused_conv_max_pool(x, w, b?): max_pool2d(fused_conv(x, w, b)); the pool's attributes
-//     prefixed "pool_" (backends/common/conv_max_pool.h).
+//     prefixed "pool_" (graph/ops/conv_max_pool.h).
 // The activation: attribute "activation" ("" or absent: none) naming one of the activation ops
-// in backends/common/epilogue.h, and that op's own attributes prefixed "activation_"
+// in graph/ops/epilogue_activations.h, and that op's own attributes prefixed "activation_"
 // (activation_alpha, activation_min, activation_approximate...). float32 and float64 only.
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "backends/common/conv_max_pool.h"
-#include "backends/common/epilogue.h"
 #include "graph/op_schema.h"
+#include "graph/ops/conv_max_pool.h"
+#include "graph/ops/epilogue_activations.h"
 
 namespace lumen {
 namespace {

@@ -20,9 +20,9 @@
 //
 // Per element i: v = x0[i]; for each step v = f(v) or f(v, x_j[i or 0]) (f(x_j, v) when
 // running_right); y[i] = v. The catalog and decoding live in
-// src/backends/common/fused_elementwise_steps.h, shared with the kernels and the pass.
-#include "backends/common/fused_elementwise_steps.h"
+// src/graph/ops/fused_elementwise_steps.h, shared with the kernels and the pass.
 #include "graph/op_schema.h"
+#include "graph/ops/fused_elementwise_steps.h"
 
 namespace lumen {
 namespace {

@@ -11,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/ops/indexing.h"
+
 #include "graph/op_schema.h"
 
 namespace lumen {
 
-// Shared with the reference kernel (src/backends/reference/kernels/indexing.cc declares it).
 namespace indexing_detail {
 
 // Three-way comparison of elements a and b of t by value (bytes for dtypes without an order).
@@ -47,9 +48,6 @@ int compare_elements(const Tensor &t, int64_t a, int64_t b) {
   }
 }
 
-// ONNX Unique over the slices of x along `axis` (every element when axis < 0): `first` gets the
-// index of each unique slice's first occurrence (in sorted order, or order of appearance),
-// `inverse` the unique index of every slice, `counts` how often each occurs.
 void unique_slices(const Tensor &x, int64_t axis, bool sorted, std::vector<int64_t> &first,
                    std::vector<int64_t> &inverse, std::vector<int64_t> &counts) {
   int64_t outer = 1, n = x.numel(), inner = 1;

@@ -85,14 +85,13 @@ std::optional<size_t> fitting_bytes(const std::vector<TensorType> &outputs, size
   return total;
 }
 
-// "cpu" when it has a kernel for the op and the dtype that selects kernels (input 0's), else
-// "reference"; empty when neither does.
+// The backend that folds a node at compile time: the highest-priority one in host memory with a
+// kernel for the op and the dtype that selects kernels (input 0's); empty when none has one.
 std::string folding_backend(const std::string &op, const std::vector<Tensor> &inputs) {
   const DType dtype = !inputs.empty() && inputs[0].defined() ? inputs[0].dtype() : DType::Float32;
-  for (const char *name : {"cpu", "reference"}) {
-    const Backend *backend = find_backend(name);
-    if (backend && backend->supports(op, dtype)) return name;
-  }
+  for (const Backend *backend : backends())
+    if (backend->device() == kHostDevice && backend->supports(op, dtype))
+      return std::string(backend->name());
   return "";
 }
 

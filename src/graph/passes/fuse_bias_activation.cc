@@ -1,7 +1,7 @@
 // Fuses what follows a conv or matrix product into its kernel's epilogue:
 //   - conv2d/fused_conv, gemm/fused_gemm, matmul/fused_matmul without an activation, followed by
-//     an activation of backends/common/epilogue.h (relu, leaky_relu, clip, sigmoid, silu, tanh,
-//     gelu, hard_swish, hard_sigmoid) -> the fused op with "activation" and the activation's
+//     an activation of graph/ops/epilogue_activations.h (relu, leaky_relu, clip, sigmoid, silu,
+//     tanh, gelu, hard_swish, hard_sigmoid) -> the fused op with "activation" and the activation's
 //     attributes as "activation_<name>";
 //   - conv2d/fused_conv without an activation, followed by add of a constant per-channel bias
 //     shaped [1, M, 1, 1] or [M, 1, 1] -> the same op with that constant added to its bias (the
@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "backends/common/epilogue.h"
+#include "graph/ops/epilogue_activations.h"
 #include "graph/passes/pass.h"
 #include "graph/passes/pattern.h"
 

@@ -1,5 +1,5 @@
 // A shallow float32 conv (a network's first layer) whose large output t feeds only a max_pool2d:
-// fused_conv_max_pool (backends/common/conv_max_pool.h), which makes t band by band in cache
+// fused_conv_max_pool (graph/ops/conv_max_pool.h), which makes t band by band in cache
 // instead of writing it to memory for the pool to read back. Runs after fuse_bias_activation, so
 // SqueezeNet's conv -> relu -> max pool becomes one node.
 //
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/common/conv_max_pool.h"
+#include "graph/ops/conv_max_pool.h"
 #include "graph/passes/pass.h"
 #include "graph/passes/pattern.h"
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backends/common/fused_elementwise_steps.h"
+#include "graph/ops/fused_elementwise_steps.h"
 #include "graph/passes/pass.h"
 #include "graph/passes/pattern.h"
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "backends/common/binary_functors.h"
+#include "core/scalar.h"
 #include "graph/passes/pass.h"
 
 namespace lumen {
@@ -11,9 +11,9 @@ namespace {
 // Element i of a numeric tensor as double; nullopt for other dtypes (bool, strings, narrow).
 std::optional<double> element(const Tensor &t, int64_t i) {
   std::optional<double> out;
-  bin::visit_dtype(t.dtype(), [&](auto tag) {
+  scalar::visit_dtype(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>) out = double(bin::load<T>(t.data<T>()[i]));
+    if constexpr (!std::is_same_v<T, bool>) out = double(scalar::load<T>(t.data<T>()[i]));
   });
   return out;
 }

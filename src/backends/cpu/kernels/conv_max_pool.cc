@@ -1,4 +1,4 @@
-// CPU fused_conv_max_pool (float32; backends/common/conv_max_pool.h): a shallow conv (a
+// CPU fused_conv_max_pool (float32; graph/ops/conv_max_pool.h): a shallow conv (a
 // network's first layer) and the max pool after it, in channels-last layout, so the conv's output
 // t never leaves L2 and the pool combines whole channel vectors (no strided loads).
 //
@@ -26,7 +26,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/common/conv_max_pool.h"
 #include "backends/common/epilogue.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernel_choice.h"
@@ -34,6 +33,7 @@
 #include "backends/cpu/ukernels/f32_pack.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
+#include "graph/ops/conv_max_pool.h"
 
 namespace lumen {
 namespace {

@@ -5,18 +5,13 @@
 #include <vector>
 
 #include "core/kernel.h"
+#include "graph/ops/nms_selection.h"
 
 namespace lumen {
-namespace detection_detail {
-// Defined with the op's semantics (src/backends/reference/kernels/detection.cc).
-std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *> &in, bool center);
-}  // namespace detection_detail
-
 namespace {
 
 void non_max_suppression(KernelContext &ctx) {
-  const auto rows =
-      detection_detail::nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
+  const auto rows = nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
   Tensor &y = ctx.output(0);
   if (!y.defined()) y = Tensor::empty({int64_t(rows.size()), 3}, DType::Int64);  // sized here
   if (y.numel() != int64_t(rows.size()) * 3)

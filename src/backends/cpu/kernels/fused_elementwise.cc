@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "backends/common/fused_elementwise_steps.h"
+#include "backends/common/fused_elementwise_fns.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
 

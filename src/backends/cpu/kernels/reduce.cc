@@ -14,14 +14,9 @@
 #include "backends/cpu/row_reductions.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
+#include "graph/ops/reduce.h"
 
 namespace lumen {
-namespace reduce_detail {
-// Defined in src/graph/ops/reduce.cc.
-std::vector<bool> reduce_mask(const std::vector<int64_t> &axes, size_t rank,
-                              bool noop_with_empty_axes);
-}  // namespace reduce_detail
-
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // elements per parallel chunk, roughly

@@ -8,14 +8,9 @@
 #include <vector>
 
 #include "core/kernel.h"
+#include "graph/ops/reduce.h"
 
 namespace lumen {
-namespace reduce_detail {
-// Defined in src/graph/ops/reduce.cc.
-std::vector<bool> reduce_mask(const std::vector<int64_t> &axes, size_t rank,
-                              bool noop_with_empty_axes);
-}  // namespace reduce_detail
-
 namespace {
 
 enum class Kind { Sum, Prod, Min, Max, Mean };

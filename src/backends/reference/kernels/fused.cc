@@ -5,9 +5,9 @@
 // kernels are tested against.
 #include <vector>
 
-#include "backends/common/conv_max_pool.h"
 #include "backends/common/epilogue.h"
 #include "core/kernel.h"
+#include "graph/ops/conv_max_pool.h"
 
 namespace lumen {
 namespace {

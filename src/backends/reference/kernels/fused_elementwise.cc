@@ -2,7 +2,7 @@
 // same functors as the standalone ops, so it matches the unfused chain exactly.
 #include <type_traits>
 
-#include "backends/common/fused_elementwise_steps.h"
+#include "backends/common/fused_elementwise_fns.h"
 #include "core/kernel.h"
 
 namespace lumen {

@@ -13,14 +13,9 @@
 #include "backends/common/binary_functors.h"
 #include "backends/common/einsum_labels.h"
 #include "core/kernel.h"
+#include "graph/ops/reduce.h"
 
 namespace lumen {
-namespace reduce_detail {
-// Defined in src/graph/ops/reduce.cc.
-std::vector<bool> reduce_mask(const std::vector<int64_t> &axes, size_t rank,
-                              bool noop_with_empty_axes);
-}  // namespace reduce_detail
-
 namespace {
 
 size_t kernel_axis(const KernelContext &ctx, int64_t axis, const Shape &shape) {
