@@ -3,7 +3,7 @@
 // running-on-the-right flag, and the encoding errors inference reports.
 #include <limits>
 
-#include "backends/common/fused_elementwise_steps.h"
+#include "graph/ops/fused_elementwise_steps.h"
 #include "op_test_util.h"
 
 namespace lumen::testing {
