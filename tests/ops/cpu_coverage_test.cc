@@ -63,6 +63,35 @@ TEST(CpuCoverage, EveryReferenceOpHasACpuKernel) {
     EXPECT_FALSE(cpu.count(op)) << op << " has a CPU kernel now: take it off the list";
 }
 
+// Reductions over an empty set: sum-like ops give 0 (log_sum log(0) = -inf), max -inf, min inf,
+// mean NaN (0 / 0), log_sum_exp -inf; the kept dims keep their extent, and nothing is reduced
+// where a kept dim is 0.
+TEST(CpuCoverage, ReductionsOfEmptyInputs) {
+  for (const char *op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_sum_square", "reduce_l1",
+        "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp"}) {
+    const Tensor empty_middle = Tensor::zeros({3, 0, 4});
+    const Tensor middle = Tensor::from_vector<int64_t>({1}, {1});
+    expect_same(op, {empty_middle, middle});
+    expect_same(op, {empty_middle, middle}, {{"keepdims", int64_t{0}}});
+    expect_same(op, {Tensor::zeros({0, 5}), Tensor::from_vector<int64_t>({1}, {1})});
+    expect_same(op, {Tensor::zeros({2, 0})});  // every dim reduced: one value
+    const std::vector<Tensor> got = call_op(op, {empty_middle, middle}, {}, "cpu");
+    ASSERT_EQ(got[0].shape(), Shape({3, 1, 4})) << op;
+  }
+}
+
+// Pad of a scalar (nothing to pad), and the `value` attribute of Pad before opset 11 in the
+// output's dtype.
+TEST(CpuCoverage, PadScalarsAndTheValueAttribute) {
+  expect_same("pad",
+              {Tensor::from_vector<float>({}, {2.5f}), Tensor::from_vector<int64_t>({0}, {})});
+  const Tensor pads = Tensor::from_vector<int64_t>({4}, {1, 0, 2, 3});
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64})
+    for (double value : {2.5, -7.0})
+      expect_same("pad", {random_tensor({2, 3}, 51, -4, 4, dtype), pads}, {{"value", value}});
+}
+
 TEST(CpuCoverage, LogicalOpsBroadcast) {
   for (const char *op : {"logical_and", "logical_or", "logical_xor"}) {
     expect_same(op, {bools({3, 1, 5}, 1), bools({4, 5}, 2)});

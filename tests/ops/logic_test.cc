@@ -162,8 +162,12 @@ TEST(LogicTest, CpuMatchesReference) {
   const std::vector<DType> numeric = {DType::Float32, DType::Float64, DType::Int8,
                                       DType::UInt8,   DType::Int16,   DType::Int32,
                                       DType::Int64,   DType::UInt64,  DType::Bool};
+  // The last: rank 13, above what the collapsed broadcast runs take.
+  const Shape deep_a{2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 3},
+      deep_b{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1};
   const std::vector<std::pair<Shape, Shape>> pairs = {
-      {{2, 3, 70}, {2, 3, 70}}, {{2, 3, 70}, {70}}, {{2, 1, 70}, {3, 1}}, {{5}, {}}, {{}, {4, 1}}};
+      {{2, 3, 70}, {2, 3, 70}}, {{2, 3, 70}, {70}}, {{2, 1, 70}, {3, 1}}, {{5}, {}}, {{}, {4, 1}},
+      {deep_a, deep_b}};
   uint64_t seed = 1;
   for (const std::string op : {"equal", "less", "greater", "less_equal", "greater_equal"})
     for (DType dtype : numeric)
@@ -181,7 +185,8 @@ TEST(LogicTest, CpuMatchesReference) {
                                                    {{2, 3, 70}, {}, {2, 3, 70}},
                                                    {{2, 3, 70}, {3, 1}, {1, 70}},
                                                    {{2, 1, 70}, {3, 1}, {1, 70}},
-                                                   {{1, 5}, {4, 1}, {}}})
+                                                   {{1, 5}, {4, 1}, {}},
+                                                   {deep_a, deep_b, {3}}})
     for (DType dtype : {DType::Float32, DType::Int32, DType::Int64, DType::Float64, DType::Int8,
                         DType::Bool, DType::Float16}) {
       const Tensor c = call_op(
@@ -191,6 +196,14 @@ TEST(LogicTest, CpuMatchesReference) {
                   call_op("where", {c, x, y}, {}, "reference")[0],
                   "where " + c.to_string() + " " + x.to_string() + " " + y.to_string());
     }
+  // Strings are assigned element by element.
+  const Tensor c = Tensor::from_vector<bool>({2, 2}, {true, false, false, true});
+  const Tensor x = Tensor::from_vector<std::string>({2, 1}, {"a long string, not inlined", "b"});
+  const Tensor y = Tensor::from_vector<std::string>({2}, {"c", "d"});
+  const Tensor picked = call_op("where", {c, x, y}, {}, "cpu")[0];
+  ASSERT_EQ(picked.shape(), Shape({2, 2}));
+  EXPECT_EQ(std::vector<std::string>(picked.data<std::string>(), picked.data<std::string>() + 4),
+            (std::vector<std::string>{"a long string, not inlined", "d", "c", "b"}));
 }
 
 }  // namespace

@@ -2,11 +2,12 @@
 // and bool, and where of any element size: the broadcast collapsed into runs
 // (backends/common/broadcast.h) and tight loops compiled for the best vector ISA, split over the
 // pool by output ranges. Attention masks are built from these (where(mask == 0, -inf, scores));
-// the reference kernels index every element through the broadcast, ~50x slower. A where whose x
-// and y both broadcast differently from the output walks output rows with per-row offsets;
-// comparisons of float16/bfloat16 run the reference kernels.
+// the reference kernels index every element through the broadcast, ~50x slower. Broadcasts the
+// runs do not take (a where whose x and y both broadcast differently from the output, ranks above
+// kMaxBroadcastRank) walk output rows with per-row offsets.
 #include <algorithm>
 #include <array>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -93,14 +94,36 @@ void compare_typed(KernelContext &ctx, const BroadcastLoop &runs) {
   });
 }
 
+// compare for broadcasts BroadcastLoop does not take (ranks above kMaxBroadcastRank).
+template <class F, class T>
+void compare_general(KernelContext &ctx) {
+  const T *pa = ctx.input(0).data<T>(), *pb = ctx.input(1).data<T>();
+  bool *py = ctx.output(0).data<bool>();
+  const F f;
+  for_each_broadcast_row<2>(ctx.pool, ctx.output(0).shape(),
+                            {&ctx.input(0).shape(), &ctx.input(1).shape()},
+                            [&](int64_t at, int64_t len, const std::array<int64_t, 2> &o,
+                                const std::array<int64_t, 2> &s) {
+                              for (int64_t i = 0; i < len; ++i)
+                                py[at + i] = f(pa[o[0] + i * s[0]], pb[o[1] + i * s[1]]);
+                            });
+}
+
 template <class F>
 void compare(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   BroadcastLoop runs;
   if (ctx.output(0).numel() == 0) return;
-  if (a.dtype() != b.dtype() || !runs.init(a.shape(), b.shape(), ctx.output(0).shape()) ||
-      !visit_values(a.dtype(), [&](auto tag) { compare_typed<F, decltype(tag)>(ctx, runs); }))
-    run_reference_kernel(ctx);
+  if (a.dtype() != b.dtype())
+    ctx.fail("inputs differ in dtype: ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
+  const bool runs_fit = runs.init(a.shape(), b.shape(), ctx.output(0).shape());
+  if (!visit_values(a.dtype(), [&](auto tag) {
+        if (runs_fit)
+          compare_typed<F, decltype(tag)>(ctx, runs);
+        else
+          compare_general<F, decltype(tag)>(ctx);
+      }))
+    ctx.fail("no CPU comparison of ", dtype_name(a.dtype()), " values");  // none is registered
 }
 
 // where(c, x, y) when one of x and y is a single element or has the other's shape: the broadcast
@@ -129,18 +152,15 @@ void where_typed(KernelContext &ctx, const BroadcastLoop &runs, bool v_is_x, boo
   });
 }
 
-// where(c, x, y) for any broadcast of the three: per output row (all dims but the last), each
-// input's offset found once, then a loop whose strides are 0 or 1.
-template <class T>
-void where_general(KernelContext &ctx) {
-  const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
-  Tensor &out = ctx.output(0);
-  const Shape &shape = out.shape();
+// Any broadcast of N inputs to `shape`, row by row (all dims but the last): each input's offset
+// found once per row, then body(row, offsets, steps) walks the row, input k advancing steps[k]
+// (0 or 1) per element. For ranks BroadcastLoop does not take and broadcasts it does not collapse.
+template <size_t N, class Body>
+void for_each_broadcast_row(ThreadPool &pool, const Shape &shape,
+                            const std::array<const Shape *, N> &shapes, Body &&body) {
   const size_t rank = shape.rank();
-  // Per output dim, each input's stride (0 where it broadcasts).
-  std::array<std::vector<int64_t>, 3> strides;
-  const std::array<const Shape *, 3> shapes{&c.shape(), &x.shape(), &y.shape()};
-  for (size_t k = 0; k < 3; ++k) {
+  std::array<std::vector<int64_t>, N> strides;  // per output dim; 0 where input k broadcasts
+  for (size_t k = 0; k < N; ++k) {
     const Shape &s = *shapes[k];
     strides[k].assign(rank, 0);
     int64_t stride = 1;
@@ -149,33 +169,53 @@ void where_general(KernelContext &ctx) {
       stride *= s[d];
     }
   }
-  const int64_t inner = rank ? shape[rank - 1] : 1, rows = out.numel() / inner;
-  const bool *pc = c.data<bool>();
-  const auto *px = static_cast<const T *>(x.raw_data()), *py = static_cast<const T *>(y.raw_data());
-  auto *po = static_cast<T *>(out.raw_data());
-  const int64_t sc = rank ? strides[0][rank - 1] : 0, sx = rank ? strides[1][rank - 1] : 0,
-                sy = rank ? strides[2][rank - 1] : 0;  // along the last dim: 0 or 1
-  ctx.pool.parallel_for(rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
+  const int64_t inner = rank ? shape[rank - 1] : 1, rows = shape.numel() / inner;
+  std::array<int64_t, N> steps{};
+  for (size_t k = 0; k < N; ++k) steps[k] = rank ? strides[k][rank - 1] : 0;
+  pool.parallel_for(rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
-      std::array<int64_t, 3> offset{};
+      std::array<int64_t, N> offset{};
       for (int64_t rem = row, d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
         const int64_t i = rem % shape[static_cast<size_t>(d)];
         rem /= shape[static_cast<size_t>(d)];
-        for (size_t k = 0; k < 3; ++k) offset[k] += i * strides[k][static_cast<size_t>(d)];
+        for (size_t k = 0; k < N; ++k) offset[k] += i * strides[k][static_cast<size_t>(d)];
       }
-      const bool *cr = pc + offset[0];
-      const T *xr = px + offset[1], *yr = py + offset[2];
-      T *o = po + row * inner;
-      for (int64_t i = 0; i < inner; ++i) o[i] = cr[i * sc] ? xr[i * sx] : yr[i * sy];
+      body(row * inner, inner, offset, steps);
     }
   });
 }
+
+// where(c, x, y) for any broadcast of the three.
+template <class T>
+void where_general(KernelContext &ctx) {
+  const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
+  Tensor &out = ctx.output(0);
+  const bool *pc = c.data<bool>();
+  const auto *px = static_cast<const T *>(x.raw_data()), *py = static_cast<const T *>(y.raw_data());
+  auto *po = static_cast<T *>(out.raw_data());
+  for_each_broadcast_row<3>(ctx.pool, out.shape(), {&c.shape(), &x.shape(), &y.shape()},
+                            [&](int64_t at, int64_t len, const std::array<int64_t, 3> &o,
+                                const std::array<int64_t, 3> &s) {
+                              const bool *cr = pc + o[0];
+                              const T *xr = px + o[1], *yr = py + o[2];
+                              for (int64_t i = 0; i < len; ++i)
+                                po[at + i] = cr[i * s[0]] ? xr[i * s[1]] : yr[i * s[2]];
+                            });
+}
+
+// Where's values move as bytes: the 16-byte elements (complex128) as this.
+struct Bytes16 {
+  uint64_t half[2];
+};
 
 void where(KernelContext &ctx) {
   const Tensor &c = ctx.input(0), &x = ctx.input(1), &y = ctx.input(2);
   Tensor &out = ctx.output(0);
   if (out.numel() == 0) return;
   if (x.dtype() != y.dtype()) ctx.fail("x and y differ in dtype");
+  if (x.dtype() == DType::String) return where_general<std::string>(ctx);  // assigned, not moved
+  if (holds_objects(x.dtype()) || (dtype_size(x.dtype()) > 8 && dtype_size(x.dtype()) != 16))
+    ctx.fail("cannot select ", dtype_name(x.dtype()), " values");
   // v: the input the loop walks with the condition; the other is a single element or v's shape.
   const bool y_follows = y.numel() == 1 || y.shape() == x.shape();
   const bool x_follows = x.numel() == 1;
@@ -190,7 +230,7 @@ void where(KernelContext &ctx) {
         else
           where_general<decltype(tag)>(ctx);
       }))
-    run_reference_kernel(ctx);
+    where_general<Bytes16>(ctx);  // checked above: complex128
 }
 
 #define LUMEN_CPU_COMPARE(name, F)                                                             \

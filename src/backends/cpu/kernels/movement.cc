@@ -256,9 +256,13 @@ void pad(KernelContext &ctx) {
                     : mode_name == "reflect" ? Mode::Reflect
                     : mode_name == "wrap"    ? Mode::Wrap
                                              : Mode::Constant;
-  if (rank == 0 || (mode == Mode::Constant && mode_name != "constant") ||
-      (elem != 1 && elem != 2 && elem != 4 && elem != 8))
-    return run_reference_kernel(ctx);
+  if (mode == Mode::Constant && mode_name != "constant")
+    ctx.fail("unknown mode '", mode_name, "'; expected constant, reflect, edge or wrap");
+  if (elem > 8) ctx.fail("cannot pad ", dtype_name(y.dtype()), " values");  // none is registered
+  if (rank == 0) {  // a scalar has nothing to pad
+    std::memcpy(y.raw_data(), x.raw_data(), elem);
+    return;
+  }
   if (y.numel() == 0) return;
   // Pads per dim, from the pads input over the axes input (all dims when absent).
   const auto pads = ctx.input_ints(1);
@@ -272,8 +276,12 @@ void pad(KernelContext &ctx) {
   unsigned char fill[8] = {};
   if (ctx.has_input(2) && ctx.input(2).numel() == 1) {
     std::memcpy(fill, ctx.input(2).raw_data(), elem);  // its dtype was checked by inference
-  } else if (ctx.attrs.get_float("value", 0.0) != 0.0) {
-    return run_reference_kernel(ctx);  // the old `value` attribute, converted per dtype there
+  } else if (const double value = ctx.attrs.get_float("value", 0.0); value != 0.0) {
+    // The `value` attribute of Pad before opset 11, converted to y's dtype.
+    bin::visit_dtype(y.dtype(), [&](auto tag) {
+      const auto v = bin::convert<decltype(tag)>(value);
+      std::memcpy(fill, &v, sizeof(v));
+    });
   }
   if (mode != Mode::Constant && x.numel() == 0)
     ctx.fail("mode ", mode_name, " cannot pad an empty dim of input ", x.shape().to_string());

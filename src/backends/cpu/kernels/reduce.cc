@@ -162,7 +162,13 @@ void reduce_f32(KernelContext &ctx) {
       if (!mask[static_cast<size_t>(g)] && shape[static_cast<size_t>(g)] != 1) block = false;
     last = static_cast<int>(d);
   }
-  if (x.numel() == 0) return run_reference_kernel(ctx);
+  if (x.numel() == 0) {  // each output reduces an empty set: the reduction's value on it
+    float empty = Reducer<K>::finish(Reducer<K>::init(), 1.0f);  // 0, -inf, inf; log(0), sqrt(0)
+    if constexpr (K == Kind::Mean) empty = std::numeric_limits<float>::quiet_NaN();       // 0 / 0
+    if constexpr (K == Kind::LogSumExp) empty = -std::numeric_limits<float>::infinity();  // log(0)
+    std::fill_n(ctx.output(0).data<float>(), ctx.output(0).numel(), empty);
+    return;
+  }
   const float *px = x.data<float>();
   int64_t outer = 1, n = 1, inner = 1;
   Tensor permuted;
