@@ -200,10 +200,13 @@ TEST(LogicTest, CpuMatchesReference) {
   const Tensor c = Tensor::from_vector<bool>({2, 2}, {true, false, false, true});
   const Tensor x = Tensor::from_vector<std::string>({2, 1}, {"a long string, not inlined", "b"});
   const Tensor y = Tensor::from_vector<std::string>({2}, {"c", "d"});
-  const Tensor picked = call_op("where", {c, x, y}, {}, "cpu")[0];
-  ASSERT_EQ(picked.shape(), Shape({2, 2}));
-  EXPECT_EQ(std::vector<std::string>(picked.data<std::string>(), picked.data<std::string>() + 4),
-            (std::vector<std::string>{"a long string, not inlined", "d", "c", "b"}));
+  for (const char *backend : {"cpu", "reference"}) {
+    const Tensor picked = call_op("where", {c, x, y}, {}, backend)[0];
+    ASSERT_EQ(picked.shape(), Shape({2, 2})) << backend;
+    EXPECT_EQ(std::vector<std::string>(picked.data<std::string>(), picked.data<std::string>() + 4),
+              (std::vector<std::string>{"a long string, not inlined", "d", "c", "b"}))
+        << backend;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Reference comparison, logical, bitwise and selection kernels (naive broadcasting loops).
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/logical_functors.h"
@@ -144,6 +145,16 @@ void where(KernelContext &ctx) {
   const auto *px = static_cast<const unsigned char *>(x.raw_data());
   const auto *py = static_cast<const unsigned char *>(yv.raw_data());
   auto *po = static_cast<unsigned char *>(out.raw_data());
+  if (out.dtype() == DType::String) {  // objects: assigned, never copied as bytes
+    const std::string *sx = x.data<std::string>(), *sy = yv.data<std::string>();
+    std::string *so = out.data<std::string>();
+    bin::for_each_broadcast<3>(out.shape(), {&c.shape(), &x.shape(), &yv.shape()},
+                               [&](int64_t i, const std::array<int64_t, 3> &o) {
+                                 so[i] = pc[o[0]] ? sx[o[1]] : sy[o[2]];
+                               });
+    return;
+  }
+  if (holds_objects(out.dtype())) ctx.fail("cannot select ", dtype_name(out.dtype()), " values");
   bin::for_each_broadcast<3>(out.shape(), {&c.shape(), &x.shape(), &yv.shape()},
                              [&](int64_t i, const std::array<int64_t, 3> &o) {
                                const unsigned char *src =
