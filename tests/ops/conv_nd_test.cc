@@ -55,8 +55,8 @@ TEST(ConvNdTest, ConvTranspose) {
                 {1, 1, 5}, {1, 1, 2, 2, 0});
 }
 
-// The CPU's 2-D conv_transpose (GEMM + col2im) against the reference: strides, pads (crop),
-// dilations, output_padding, groups, a batch, with and without bias, and weights that are
+// The CPU's conv_transpose (GEMM + col2im) against the reference, 1-D, 2-D and 3-D: strides, pads
+// (crop), dilations, output_padding, groups, a batch, with and without bias, and weights that are
 // constants (packed at compile time) or inputs.
 TEST(ConvNdTest, ConvTransposeCpuMatchesReference) {
   struct Case {
@@ -80,6 +80,22 @@ TEST(ConvNdTest, ConvTransposeCpuMatchesReference) {
        {{"dilations", V{2, 1}}, {"pads", V{0, 1, 2, 0}}, {"strides", V{1, 3}}}},
       {"groups", {2, 6, 4, 4}, {6, 2, 3, 3}, {{"group", int64_t{3}}, {"strides", V{2, 1}}}},
       {"1x1 s2", {1, 16, 9, 9}, {16, 20, 1, 1}, {{"strides", V{2, 2}}}},
+      {"1-D k4 s2 p1 (an audio decoder's upsampling)",
+       {2, 6, 11},
+       {6, 4, 4},
+       {{"strides", V{2}}, {"pads", V{1, 1}}}},
+      {"1-D dilated, groups, output_padding",
+       {1, 4, 7},
+       {4, 3, 3},
+       {{"dilations", V{2}}, {"group", int64_t{2}}, {"strides", V{3}}, {"output_padding", V{2}}}},
+      {"3-D 2x2x2 s2 (a 3-D U-Net's upsampling)",
+       {1, 4, 3, 4, 5},
+       {4, 3, 2, 2, 2},
+       {{"strides", V{2, 2, 2}}}},
+      {"3-D 3x3x3 s(1,2,2) asymmetric pads",
+       {2, 3, 4, 3, 3},
+       {3, 2, 3, 3, 3},
+       {{"strides", V{1, 2, 2}}, {"pads", V{1, 0, 1, 0, 2, 1}}}},
   };
   for (const Case &c : cases) {
     const Tensor x = testing::random_tensor(c.x, 1), w = testing::random_tensor(c.w, 2);

@@ -1,10 +1,11 @@
-// CPU conv_transpose for 2-D float32: x [N, C, H, W], w [C, M/group, KH, KW]. Per (image, group)
-// one GEMM on Lumen's sgemm, cols [mg * kh * kw, H * W] = W_g^T X_g, then col2im adds each row of
-// cols into its output plane at the kernel tap's offset (the transpose of conv's im2col): output
-// (oy, ox) = (iy * sh - pt + a * dh, ix * sw - pl + b * dw). The planes start at the bias. The
-// GEMM runs over the pool and col2im over output channels, so no two threads add to one plane.
-// Other ranks and dtypes run the reference kernel (ONNX semantics: output_padding and
-// output_shape are already in y's shape and the pads).
+// CPU conv_transpose for float32 with any number of spatial dims (1-D, 2-D, 3-D, ...):
+// x [N, C, D1..Ds], w [C, M/group, K1..Ks]. Per (image, group) one GEMM on Lumen's sgemm,
+// cols [mg * K1..Ks, D1..Ds] = W_g^T X_g, then col2im adds each row of cols into its output plane
+// at the kernel tap's offset (the transpose of conv's im2col): along dim d, input i lands on
+// output i * stride - pad_begin + k * dilation. Rows of the last dim run as one loop over the
+// input positions that land inside the output. The planes start at the bias. The GEMM runs over
+// the pool and col2im over output channels, so no two threads add to one plane (ONNX semantics:
+// output_padding and output_shape are already in y's shape and the pads).
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -23,7 +24,7 @@ struct PackedTransposeWeights {
 
 std::shared_ptr<const void> prepare_conv_transpose(const PrepareContext &ctx) {
   const Tensor *w = ctx.constant(1);
-  if (!w || w->dtype() != DType::Float32 || w->rank() != 4) return nullptr;
+  if (!w || w->dtype() != DType::Float32 || w->rank() < 3) return nullptr;
   const int64_t group = ctx.attrs.get_int("group", 1), c = w->shape()[0];
   if (group < 1 || c % group != 0) return nullptr;
   const int64_t cg = c / group, rows = w->numel() / c;  // rows = mg * kh * kw
@@ -38,20 +39,32 @@ std::shared_ptr<const void> prepare_conv_transpose(const PrepareContext &ctx) {
 void conv_transpose(KernelContext &ctx) {
   const Tensor &tx = ctx.input(0), &tw = ctx.input(1);
   Tensor &ty = ctx.output(0);
-  if (tx.rank() != 4 || tx.dtype() != DType::Float32) return run_reference_kernel(ctx);
-  const auto strides = ctx.attrs.get_ints("strides", {1, 1});
-  const auto pads = ctx.attrs.get_ints("pads", {0, 0, 0, 0});
-  const auto dilations = ctx.attrs.get_ints("dilations", {1, 1});
+  if (tx.rank() < 3 || tw.rank() != tx.rank() || ty.rank() != tx.rank())
+    ctx.fail("expected x, w and y of one rank, at least 3; got ", tx.shape().to_string(), ", ",
+             tw.shape().to_string(), " and ", ty.shape().to_string());
+  const size_t dims = tx.rank() - 2;  // spatial
+  const auto per_dim = [&](const char *name, int64_t value, size_t count) {
+    const auto v = ctx.attrs.get_ints(name, std::vector<int64_t>(count, value));
+    if (v.size() != count) ctx.fail(name, " holds ", v.size(), " values, expected ", count);
+    return v;
+  };
+  const auto strides = per_dim("strides", 1, dims), dilations = per_dim("dilations", 1, dims);
+  const auto pads = per_dim("pads", 0, 2 * dims);
   const int64_t group = ctx.attrs.get_int("group", 1);
-  const int64_t n = tx.shape()[0], c = tx.shape()[1], h = tx.shape()[2], w = tx.shape()[3];
-  const int64_t mg = tw.shape()[1], kh = tw.shape()[2], kw = tw.shape()[3];
-  const int64_t m = ty.shape()[1], oh = ty.shape()[2], ow = ty.shape()[3];
+  const int64_t n = tx.shape()[0], c = tx.shape()[1], mg = tw.shape()[1], m = ty.shape()[1];
   if (group < 1 || c % group != 0 || tw.shape()[0] != c || m != mg * group)
     ctx.fail("channels do not match: input ", tx.shape().to_string(), ", weight ",
              tw.shape().to_string(), ", group ", group);
   if (ty.numel() == 0) return;
-  const int64_t cg = c / group, in_plane = checked_mul(h, w), out_plane = checked_mul(oh, ow);
-  const int64_t rows = checked_mul(checked_mul(mg, kh), kw, "conv_transpose GEMM rows");
+  std::vector<int64_t> in(dims), kernel(dims), out(dims);
+  int64_t in_plane = 1, out_plane = 1, taps = 1;
+  for (size_t d = 0; d < dims; ++d) {
+    in[d] = tx.shape()[2 + d], kernel[d] = tw.shape()[2 + d], out[d] = ty.shape()[2 + d];
+    in_plane = checked_mul(in_plane, in[d]);
+    out_plane = checked_mul(out_plane, out[d]);
+    taps = checked_mul(taps, kernel[d]);
+  }
+  const int64_t cg = c / group, rows = checked_mul(mg, taps, "conv_transpose GEMM rows");
   const float *x = tx.data<float>(), *wt = tw.data<float>();
   const float *bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr;
   float *y = ty.data<float>();
@@ -60,6 +73,8 @@ void conv_transpose(KernelContext &ctx) {
       std::fill_n(y + plane * out_plane, out_plane, bias ? bias[plane % m] : 0.0f);
   });
   if (in_plane == 0) return;
+  const size_t last = dims - 1;
+  const int64_t in_rows = in_plane / in[last];  // input positions of all dims but the last
   const auto *packed = static_cast<const PackedTransposeWeights *>(ctx.prepared);
   Tensor cols = Tensor::empty(Shape{checked_mul(rows, in_plane)}, DType::Float32);
   float *pc = cols.data<float>();
@@ -71,22 +86,35 @@ void conv_transpose(KernelContext &ctx) {
                  cpu::StridedB(x + (b * c + g * cg) * in_plane, in_plane, false), pc, in_plane);
       float *yg = y + (b * m + g * mg) * out_plane;
       ctx.pool.parallel_for(mg, 1, [&](int64_t m0, int64_t m1) {
+        std::vector<int64_t> tap(dims);
         for (int64_t ml = m0; ml < m1; ++ml)
-          for (int64_t ka = 0; ka < kh; ++ka)
-            for (int64_t kb = 0; kb < kw; ++kb) {
-              const float *src = pc + ((ml * kh + ka) * kw + kb) * in_plane;
-              // Input columns whose output column lies inside the plane, found once per tap.
-              const int64_t offset = kb * dilations[1] - pads[1];
-              int64_t lo = 0, hi = 0;
-              valid_range(offset, strides[1], ow, w, lo, hi);
-              for (int64_t iy = 0; iy < h; ++iy) {
-                const int64_t oy = iy * strides[0] - pads[0] + ka * dilations[0];
-                if (oy < 0 || oy >= oh) continue;
-                float *out = yg + ml * out_plane + oy * ow;
-                const float *in = src + iy * w;
-                for (int64_t ix = lo; ix < hi; ++ix) out[ix * strides[1] + offset] += in[ix];
+          for (int64_t t = 0; t < taps; ++t) {
+            for (size_t d = dims, rest = size_t(t); d-- > 0; rest /= size_t(kernel[d]))
+              tap[d] = int64_t(rest % size_t(kernel[d]));
+            const float *src = pc + (ml * taps + t) * in_plane;
+            // Along the last dim: the inputs whose output lies inside the plane, found once.
+            const int64_t offset = tap[last] * dilations[last] - pads[last];
+            int64_t lo = 0, hi = 0;
+            valid_range(offset, strides[last], out[last], in[last], lo, hi);
+            if (lo >= hi) continue;
+            for (int64_t r = 0; r < in_rows; ++r) {
+              // The output row of input row r (its index in every dim but the last), if inside.
+              int64_t out_row = 0, rest = r, scale = 1;
+              bool inside = true;
+              for (size_t d = last; d-- > 0;) {
+                const int64_t i = rest % in[d];
+                rest /= in[d];
+                const int64_t o = i * strides[d] - pads[d] + tap[d] * dilations[d];
+                inside = inside && o >= 0 && o < out[d];
+                out_row += o * scale;
+                scale *= out[d];
               }
+              if (!inside) continue;
+              float *dst = yg + ml * out_plane + out_row * out[last];
+              const float *row = src + r * in[last];
+              for (int64_t i = lo; i < hi; ++i) dst[i * strides[last] + offset] += row[i];
             }
+          }
       });
     }
 }
