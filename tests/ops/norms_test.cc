@@ -99,8 +99,18 @@ TEST(NormsTest, LpNormAndMeanVarianceNorm) {
 TEST(NormsTest, LayerNormCpuMatchesReference) {
   using testing::cpu_matches_reference;
   using testing::random_tensor;
-  // The CPU fast path (last axis, [D] parameters) and its fallbacks (axis 1, broadcast scale).
+  // Last axis with [D] parameters; axis 1 (two normalized dims) with [4, 8], [8] broadcast over
+  // them and [1] everywhere; parameters that vary per row ([3, 1, 8], bias [3, 4, 1]); empty
+  // inputs, with rows of nothing ([3, 0]: mean 0, inv_std_dev 1 / sqrt(epsilon)).
   const Tensor x = random_tensor({3, 4, 8}, 1, -3, 3);
+  EXPECT_TRUE(cpu_matches_reference(
+      "layer_norm", {x, random_tensor({8}, 9), random_tensor({8}, 10)}, {{"axis", int64_t{-2}}}));
+  EXPECT_TRUE(cpu_matches_reference(
+      "layer_norm", {x, random_tensor({3, 1, 8}, 11), random_tensor({3, 4, 1}, 12)}));
+  EXPECT_TRUE(cpu_matches_reference("layer_norm", {x, random_tensor({3, 1, 1}, 13)},
+                                    {{"axis", int64_t{1}}, {"epsilon", 0.25}}));
+  EXPECT_TRUE(
+      cpu_matches_reference("layer_norm", {random_tensor({3, 0}, 14), random_tensor({0}, 15)}));
   EXPECT_TRUE(
       cpu_matches_reference("layer_norm", {x, random_tensor({8}, 2), random_tensor({8}, 3)}));
   EXPECT_TRUE(cpu_matches_reference("layer_norm", {x, random_tensor({8}, 4)}));
@@ -112,7 +122,7 @@ TEST(NormsTest, LayerNormCpuMatchesReference) {
 }
 
 // The CPU rms_norm: last axis, the last two (scale [4, 8] and [1, 4, 8]), rows longer than a
-// parallel chunk, epsilon, and the fallback for a scale that varies along an earlier dim.
+// parallel chunk, epsilon, and scales that vary along earlier dims.
 TEST(NormsTest, RmsNormCpuMatchesReference) {
   using testing::cpu_matches_reference;
   using testing::random_tensor;
@@ -125,6 +135,8 @@ TEST(NormsTest, RmsNormCpuMatchesReference) {
   EXPECT_TRUE(cpu_matches_reference(
       "rms_norm", {random_tensor({2, 20000}, 5, -3, 3), random_tensor({20000}, 6)}));
   EXPECT_TRUE(cpu_matches_reference("rms_norm", {x, random_tensor({3, 1, 1}, 7)}));
+  EXPECT_TRUE(
+      cpu_matches_reference("rms_norm", {x, random_tensor({3, 4, 8}, 8)}, {{"axis", int64_t{-2}}}));
 }
 
 // The CPU instance_norm / group_norm against the reference: 4-D and 3-D inputs, planes larger
