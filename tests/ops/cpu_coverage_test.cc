@@ -435,8 +435,14 @@ TEST(CpuCoverage, Einsum) {
       {"abc,ad->bd", {{3, 4, 5}, {3, 2}}},  // c summed away first
       {"...ij,...jk->...ik", {{2, 3, 4, 5}, {2, 3, 5, 6}}},
       {"ii->i", {{5, 5}}},
-      {"bij,jk->bik", {{64, 48, 32}, {32, 80}}},       // larger: threads inside one GEMM
-      {"...ij,...jk->...ik", {{1, 4, 5}, {3, 5, 2}}},  // broadcast: the reference's
+      {"bij,jk->bik", {{64, 48, 32}, {32, 80}}},  // larger: threads inside one GEMM
+      // Diagonals and broadcasts, copied to distinct labels at full extent first:
+      {"...ij,...jk->...ik", {{1, 4, 5}, {3, 5, 2}}},
+      {"ii->", {{6, 6}}},                           // trace
+      {"iij,jk->ik", {{3, 3, 4}, {4, 2}}},          // diagonal, then a product
+      {"bii,bij->bj", {{2, 4, 4}, {2, 4, 3}}},      // batched diagonal times a matrix
+      {"i...,i...->i...", {{3, 1, 4}, {3, 5, 1}}},  // dims of 1 against 5 and 4
+      {"...i,...i->...", {{2, 1, 6}, {1, 3, 6}}},   // both operands broadcast
   };
   uint64_t seed = 50;
   for (const Case &c : cases) {

@@ -5,8 +5,8 @@
 // its labels are already in [batch, m, contracted] / [batch, contracted, m] order (B likewise, with
 // n), and permuted into that order otherwise; the product of every batch index is one GEMM,
 // batches shared out over the pool when each GEMM is too small to split. The result is permuted
-// into the output's label order. Repeated labels in one operand (diagonals), broadcast ellipsis
-// dims and other dtypes go to the reference kernel.
+// into the output's label order. An operand with a repeated label (a diagonal) or a dim of 1 that
+// broadcasts against a larger one is first copied with each label once, at its full extent.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -126,27 +126,58 @@ Operand contract(ThreadPool &pool, const Operand &a_in, const Operand &b_in,
   return c;
 }
 
+// The operand x with labels `labels` as one with each label once and at its full extent: itself
+// where it is so already; otherwise a copy that takes the diagonal of a repeated label ("ii":
+// the elements whose indices agree) and repeats a dim of 1 that broadcasts against a larger one.
+Operand distinct_labels(const Tensor &x, const std::vector<int> &labels,
+                        const std::vector<int64_t> &label_dims) {
+  std::vector<int> distinct;
+  std::vector<int64_t> step;  // per distinct label: x's elements per index step (0: broadcast)
+  int64_t stride = 1;
+  bool copy = false;
+  for (size_t d = labels.size(); d-- > 0;) {
+    const int l = labels[d];
+    const int64_t dim = x.shape()[d], full = label_dims[static_cast<size_t>(l)];
+    auto at = std::find(distinct.begin(), distinct.end(), l);
+    copy = copy || at != distinct.end() || dim != full;
+    if (at == distinct.end()) {
+      distinct.insert(distinct.begin(), l);
+      step.insert(step.begin(), 0);
+      at = distinct.begin();
+    }
+    if (dim != 1 || full == 1) step[size_t(at - distinct.begin())] += stride;
+    stride *= dim;
+  }
+  if (!copy) return {Tensor(), x.data<float>(), labels};
+  const int64_t count = extent(distinct, label_dims);
+  Operand out{Tensor::empty(Shape{count}, DType::Float32), nullptr, distinct};
+  float *dst = out.owned.data<float>();
+  const float *src = x.data<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, from = 0;
+    for (size_t k = distinct.size(); k-- > 0;) {
+      const int64_t dim = label_dims[static_cast<size_t>(distinct[k])];
+      from += (rest % dim) * step[k];
+      rest /= dim;
+    }
+    dst[i] = src[from];
+  }
+  out.data = dst;
+  return out;
+}
+
 void einsum(KernelContext &ctx) {
   const EinsumLabels parsed = einsum_labels(ctx);
   const std::vector<std::vector<int>> &in_labels = parsed.inputs;
   const std::vector<int> &out_labels = parsed.output;
   const std::vector<int64_t> &label_dims = parsed.dims;
-  // Diagonals and broadcasting (a dim of 1 against a larger one) are the reference kernel's.
-  bool simple = ctx.input(0).dtype() == DType::Float32;
-  for (size_t i = 0; i < in_labels.size() && simple; ++i)
-    for (size_t d = 0; d < in_labels[i].size(); ++d) {
-      const int l = in_labels[i][d];
-      simple = simple && ctx.input(i).shape()[d] == label_dims[static_cast<size_t>(l)] &&
-               std::count(in_labels[i].begin(), in_labels[i].end(), l) == 1;
-    }
-  if (!simple) return run_reference_kernel(ctx);
   Tensor &y = ctx.output(0);
   if (y.numel() == 0) return;
-  Operand acc{Tensor(), ctx.input(0).data<float>(), in_labels[0]};
+  Operand acc = distinct_labels(ctx.input(0), in_labels[0], label_dims);
   for (size_t i = 1; i < in_labels.size(); ++i) {
     std::vector<int> later = out_labels;  // needed by the output or a later operand
     for (size_t j = i + 1; j < in_labels.size(); ++j) later = concat(later, in_labels[j]);
-    acc = contract(ctx.pool, acc, {Tensor(), ctx.input(i).data<float>(), in_labels[i]}, later,
+    acc = contract(ctx.pool, acc, distinct_labels(ctx.input(i), in_labels[i], label_dims), later,
                    label_dims);
   }
   bool sums = false;
