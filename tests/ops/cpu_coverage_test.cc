@@ -648,5 +648,43 @@ TEST(CpuCoverage, RecurrentLayers) {
   }
 }
 
+// The node's own activations (with alpha / beta taken in order), clip, and LSTM's input_forget
+// (f = 1 - i), on both directions; float32 loops against the reference's double ones.
+TEST(CpuCoverage, RecurrentActivationsClipAndInputForget) {
+  using V = std::vector<std::string>;
+  const int64_t seq = 6, batch = 2, in = 3, h = 5, dirs = 2;
+  struct Case {
+    std::string op;
+    Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {"rnn",
+       {{"activations", V{"Relu", "LeakyRelu"}}, {"activation_alpha", std::vector<double>{0.3}}}},
+      {"rnn", {{"clip", 0.7}}},
+      {"gru",
+       {{"activations", V{"HardSigmoid", "Softsign", "Sigmoid", "ScaledTanh"}},
+        {"activation_alpha", std::vector<double>{0.25, 1.5}},
+        {"activation_beta", std::vector<double>{0.4, 0.8}}}},
+      {"gru", {{"clip", 0.5}, {"linear_before_reset", int64_t{1}}}},
+      {"lstm",
+       {{"activations", V{"Sigmoid", "Elu", "Softplus", "Affine", "Tanh", "ThresholdedRelu"}},
+        {"activation_alpha", std::vector<double>{0.9, 0.5, 0.1}},
+        {"activation_beta", std::vector<double>{0.2}}}},
+      {"lstm", {{"input_forget", int64_t{1}}}},
+      {"lstm", {{"input_forget", int64_t{1}}, {"clip", 0.6}}},
+  };
+  for (const Case &c : cases) {
+    const int64_t g = c.op == "lstm" ? 4 : c.op == "gru" ? 3 : 1;
+    std::vector<Tensor> inputs{
+        random_tensor({seq, batch, in}, 60, -2, 2), random_tensor({dirs, g * h, in}, 61),
+        random_tensor({dirs, g * h, h}, 62), random_tensor({dirs, 2 * g * h}, 63)};
+    Attributes attrs = c.attrs;
+    attrs.set("hidden_size", h);
+    attrs.set("direction", std::string("bidirectional"));
+    SCOPED_TRACE(c.op + " " + c.attrs.to_string());
+    expect_same(c.op, inputs, attrs, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace lumen

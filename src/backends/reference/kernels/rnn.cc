@@ -7,94 +7,12 @@
 #include <variant>
 #include <vector>
 
+#include "backends/common/recurrent_activations.h"
 #include "backends/common/recurrent_shape.h"
 #include "core/kernel.h"
 
 namespace lumen {
 namespace {
-
-struct Activation {
-  std::string name;
-  double alpha = 0, beta = 0;
-  double operator()(double x) const {
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
-    if (name == "Relu") return std::max(x, 0.0);
-    if (name == "Affine") return alpha * x + beta;
-    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
-    if (name == "ThresholdedRelu") return x > alpha ? x : 0.0;
-    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
-    if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.0, 1.0);
-    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
-    if (name == "Softsign") return x / (1.0 + std::abs(x));
-    return std::log1p(std::exp(x));  // Softplus
-  }
-};
-
-// Which activations take alpha / beta, with ONNX's defaults.
-bool activation_defaults(const std::string &name, double &alpha, double &beta, bool &uses_alpha,
-                         bool &uses_beta) {
-  uses_alpha = uses_beta = false;
-  if (name == "Tanh" || name == "Sigmoid" || name == "Relu" || name == "Softsign" ||
-      name == "Softplus")
-    return true;
-  uses_alpha = true;
-  if (name == "LeakyRelu")
-    alpha = 0.01;
-  else if (name == "ThresholdedRelu" || name == "Elu")
-    alpha = 1.0;
-  else if (name == "Affine" || name == "ScaledTanh") {
-    alpha = 1.0;
-    beta = 0.0;
-    uses_beta = true;
-  } else if (name == "HardSigmoid") {
-    alpha = 0.2;
-    beta = 0.5;
-    uses_beta = true;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// The activations per direction (`per_dir` of them each), from the attributes or the defaults.
-std::vector<Activation> activations(const KernelContext &ctx, int64_t dirs,
-                                    const std::vector<std::string> &defaults) {
-  std::vector<std::string> names;
-  if (ctx.attrs.has("activations")) {
-    const auto &v = ctx.attrs.items().at("activations");
-    if (const auto *list = std::get_if<std::vector<std::string>>(&v))
-      names = *list;
-    else if (const auto *one = std::get_if<std::string>(&v))
-      names = {*one};
-    else
-      ctx.fail("attribute 'activations' must be a list of strings");
-  }
-  const size_t per_dir = defaults.size();
-  if (names.empty())
-    for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
-  if (names.size() != per_dir * static_cast<size_t>(dirs) && names.size() != per_dir)
-    ctx.fail("expected ", per_dir * static_cast<size_t>(dirs), " activations, got ", names.size());
-  const auto alphas = ctx.attrs.get_floats("activation_alpha", {});
-  const auto betas = ctx.attrs.get_floats("activation_beta", {});
-  size_t ia = 0, ib = 0;
-  std::vector<Activation> out;
-  for (const auto &name : names) {
-    Activation a{name};
-    bool ua = false, ub = false;
-    if (!activation_defaults(name, a.alpha, a.beta, ua, ub))
-      ctx.fail("activation '", name, "' is not supported");
-    if (ua && ia < alphas.size()) a.alpha = alphas[ia++];
-    if (ub && ib < betas.size()) a.beta = betas[ib++];
-    out.push_back(a);
-  }
-  // Given for one direction only: both directions use them (with the same alpha / beta).
-  if (dirs == 2 && out.size() == per_dir) {
-    const std::vector<Activation> first = out;
-    out.insert(out.end(), first.begin(), first.end());
-  }
-  return out;
-}
 
 template <class T>
 void recurrent(KernelContext &ctx) {
@@ -108,8 +26,10 @@ void recurrent(KernelContext &ctx) {
   const double clip = ctx.attrs.get_float("clip", 0.0);
   if (has_clip && !(clip > 0)) ctx.fail("clip must be positive, got ", clip);
   const bool lbr = ctx.attrs.get_int("linear_before_reset", 0) != 0;
+  // LSTM's input_forget couples the input and forget gates: f = 1 - i.
+  const bool input_forget = g == 4 && ctx.attrs.get_int("input_forget", 0) != 0;
   const std::vector<std::string> &defaults = shape.default_activations;
-  const auto acts = activations(ctx, dirs, defaults);
+  const auto acts = recurrent_activations(ctx, dirs, defaults);
   const size_t per_dir = defaults.size();
 
   const T *x = tx.data<T>(), *w = tw.data<T>(), *r = tr.data<T>();
@@ -136,9 +56,9 @@ void recurrent(KernelContext &ctx) {
 
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = shape.backwards(d);
-    const Activation &f = acts[static_cast<size_t>(d) * per_dir];
-    const Activation &gact = per_dir > 1 ? acts[static_cast<size_t>(d) * per_dir + 1] : f;
-    const Activation &hact = per_dir > 2 ? acts[static_cast<size_t>(d) * per_dir + 2] : f;
+    const RecurrentActivation &f = acts[static_cast<size_t>(d) * per_dir];
+    const RecurrentActivation &gact = per_dir > 1 ? acts[static_cast<size_t>(d) * per_dir + 1] : f;
+    const RecurrentActivation &hact = per_dir > 2 ? acts[static_cast<size_t>(d) * per_dir + 2] : f;
     const T *wd = w + d * g * h * in, *rd = r + d * g * h * h;
     const T *bd = b ? b + d * 2 * g * h : nullptr;
     const T *pd = p ? p + d * 3 * h : nullptr;
@@ -184,8 +104,9 @@ void recurrent(KernelContext &ctx) {
           } else {  // gates i, o, f, c; P = [Pi, Po, Pf]
             const double cprev = cs[J];
             const double ig = f(clipped(xw[J] + hr[J] + (pd ? double(pd[j]) * cprev : 0.0)));
-            const double fg = f(clipped(xw[2 * H + J] + hr[2 * H + J] +
-                                        (pd ? double(pd[2 * h + j]) * cprev : 0.0)));
+            const double fg = input_forget ? 1.0 - ig
+                                           : f(clipped(xw[2 * H + J] + hr[2 * H + J] +
+                                                       (pd ? double(pd[2 * h + j]) * cprev : 0.0)));
             const double cg = gact(clipped(xw[3 * H + J] + hr[3 * H + J]));
             const double c = fg * cprev + ig * cg;
             const double og =
