@@ -141,13 +141,19 @@ TEST(CastTest, Errors) {
   EXPECT_THROW(call_op("cast", {x}, {{"to", std::string("float8")}}), Error);
 }
 
-// Every pair of standard dtypes, over values that exercise each rule (fractions, negatives,
-// out-of-range, NaN, infinities, zero), large enough to be split over threads: the CPU backend's
-// bytes equal the reference's.
+// Every pair of dtypes, standard and narrow, over values that exercise each rule (fractions,
+// negatives, out-of-range, NaN, infinities, zero), large enough to be split over threads: the CPU
+// backend's bytes equal the reference's.
 TEST(CastTest, CpuMatchesReferenceForEveryDtypePair) {
-  const std::vector<std::string> dtypes = {"float32", "float64", "float16", "bfloat16", "int8",
-                                           "int16",   "int32",   "int64",   "uint8",    "uint16",
-                                           "uint32",  "uint64",  "bool"};
+  // The standard dtypes, then the narrow ones (one byte per element; float8 targets saturate by
+  // default, and without saturation below; float8e8m0 rounds up by default, down and to nearest
+  // below).
+  const std::vector<std::string> dtypes = {
+      "float32",        "float64",         "float16", "bfloat16",      "int8",
+      "int16",          "int32",           "int64",   "uint8",         "uint16",
+      "uint32",         "uint64",          "bool",    "float8_e4m3fn", "float8_e4m3fnuz",
+      "float8_e5m2",    "float8_e5m2fnuz", "uint4",   "int4",          "float4_e2m1fn",
+      "float8_e8m0fnu", "uint2",           "int2"};
   const std::vector<double> seeds = {0.0, -0.0, 0.4, -0.6, 1.5,  -2.5, 127.9,    -129.0,   300.0,
                                      7e4, -7e4, 3e9, -5e9, 1e19, NAN,  INFINITY, -INFINITY};
   const int64_t n = 40000;  // several parallel chunks
@@ -157,12 +163,16 @@ TEST(CastTest, CpuMatchesReferenceForEveryDtypePair) {
   for (const std::string &from : dtypes) {
     const Tensor x = call_op("cast", {source}, {{"to", from}}, "reference")[0];
     for (const std::string &to : dtypes) {
-      const Attributes attrs{{"to", to}};
-      const Tensor want = call_op("cast", {x}, attrs, "reference")[0];
-      const Tensor got = call_op("cast", {x}, attrs, "cpu")[0];
-      ASSERT_EQ(got.dtype(), want.dtype());
-      EXPECT_EQ(0, std::memcmp(got.raw_data(), want.raw_data(), want.nbytes()))
-          << from << " -> " << to;
+      for (const Attributes &attrs :
+           {Attributes{{"to", to}}, Attributes{{"to", to}, {"saturate", int64_t{0}}},
+            Attributes{{"to", to}, {"round_mode", std::string("down")}},
+            Attributes{{"to", to}, {"round_mode", std::string("nearest")}}}) {
+        const Tensor want = call_op("cast", {x}, attrs, "reference")[0];
+        const Tensor got = call_op("cast", {x}, attrs, "cpu")[0];
+        ASSERT_EQ(got.dtype(), want.dtype());
+        EXPECT_EQ(0, std::memcmp(got.raw_data(), want.raw_data(), want.nbytes()))
+            << from << " -> " << attrs.to_string();
+      }
     }
   }
 }

@@ -2,7 +2,7 @@
 // narrow types (float8, float4, int4, int2) go through narrow_types.h, with the `saturate`
 // attribute (float8 targets) and `round_mode` (float8e8m0 targets).
 #include "backends/common/binary_functors.h"
-#include "backends/reference/kernels/narrow_types.h"
+#include "backends/common/narrow_types.h"
 #include "core/kernel.h"
 
 #include <cstring>
@@ -12,29 +12,6 @@
 namespace lumen {
 namespace {
 
-// A source element: integers (and bool, int4 ...) exactly as int64, everything else as double.
-struct Scalar {
-  bool integral;
-  int64_t i;
-  double d;
-  double as_double() const { return integral ? double(i) : d; }
-};
-
-Scalar load_narrow(DType dtype, uint8_t bits) {
-  if (const auto *f = narrow::int_format(dtype)) return {true, narrow::int_value(*f, bits), 0.0};
-  if (const auto *f = narrow::float_format(dtype))
-    return {false, 0, narrow::float_to_double(*f, bits)};
-  return {false, 0, narrow::e8m0_to_double(bits)};  // Float8E8M0
-}
-
-uint8_t store_narrow(DType dtype, const Scalar &v, bool saturate, int round_mode) {
-  if (const auto *f = narrow::int_format(dtype))
-    return v.integral ? narrow::int_from_int(*f, v.i) : narrow::int_from_float(*f, v.d);
-  if (const auto *f = narrow::float_format(dtype))
-    return narrow::double_to_float(*f, v.as_double(), saturate);
-  return narrow::float_to_e8m0(static_cast<float>(v.as_double()), saturate, round_mode);
-}
-
 void cast(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
@@ -42,13 +19,8 @@ void cast(KernelContext &ctx) {
   const int64_t n = y.numel();
   const bool saturate = ctx.attrs.get_int("saturate", 1) != 0;
   const std::string mode = ctx.attrs.get_string("round_mode", "up");
-  int round_mode = 0;
-  if (mode == "down")
-    round_mode = 1;
-  else if (mode == "nearest")
-    round_mode = 2;
-  else if (mode != "up")
-    ctx.fail("round_mode must be 'up', 'down' or 'nearest', got '", mode, "'");
+  const int round_mode = narrow::round_mode(mode);
+  if (round_mode < 0) ctx.fail("round_mode must be 'up', 'down' or 'nearest', got '", mode, "'");
 
   if (from == to) {
     std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
@@ -56,10 +28,10 @@ void cast(KernelContext &ctx) {
   }
   if (is_narrow(from) || is_narrow(to)) {
     // Source elements as Scalars, then stored into the target.
-    std::vector<Scalar> values(static_cast<size_t>(n));
+    std::vector<narrow::Scalar> values(static_cast<size_t>(n));
     if (is_narrow(from)) {
       const auto *px = static_cast<const uint8_t *>(x.raw_data());
-      for (int64_t i = 0; i < n; ++i) values[i] = load_narrow(from, px[i]);
+      for (int64_t i = 0; i < n; ++i) values[i] = narrow::load(from, px[i]);
     } else {
       const bool ok = bin::visit_dtype(from, [&](auto tag) {
         using From = decltype(tag);
@@ -76,7 +48,7 @@ void cast(KernelContext &ctx) {
     }
     if (is_narrow(to)) {
       auto *py = static_cast<uint8_t *>(y.raw_data());
-      for (int64_t i = 0; i < n; ++i) py[i] = store_narrow(to, values[i], saturate, round_mode);
+      for (int64_t i = 0; i < n; ++i) py[i] = narrow::store(to, values[i], saturate, round_mode);
       return;
     }
     const bool ok = bin::visit_dtype(to, [&](auto tag) {

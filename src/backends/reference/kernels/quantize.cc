@@ -8,7 +8,7 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/matmul_plan.h"
-#include "backends/reference/kernels/narrow_types.h"
+#include "backends/common/narrow_types.h"
 #include "core/kernel.h"
 
 namespace lumen {

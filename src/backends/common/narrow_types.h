@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 #include "lumen/dtype.h"
 
@@ -176,6 +177,37 @@ inline uint8_t int_saturate(const IntFormat &f, double v) {
   if (r < double(f.min)) r = double(f.min);
   if (r > double(f.max)) r = double(f.max);
   return int_from_int(f, int64_t(r));
+}
+
+// Cast's round_mode attribute for float8e8m0 targets: 0 up, 1 down, 2 nearest; -1 for another
+// name.
+inline int round_mode(std::string_view name) {
+  return name == "up" ? 0 : name == "down" ? 1 : name == "nearest" ? 2 : -1;
+}
+
+// A value on its way through a cast that involves a narrow type: integers (and bool, int4 ...)
+// exactly as int64, everything else as double.
+struct Scalar {
+  bool integral;
+  int64_t i;
+  double d;
+  double as_double() const { return integral ? double(i) : d; }
+};
+
+// Element `bits` of narrow dtype `dtype` as a Scalar.
+inline Scalar load(DType dtype, uint8_t bits) {
+  if (const auto *f = int_format(dtype)) return {true, int_value(*f, bits), 0.0};
+  if (const auto *f = float_format(dtype)) return {false, 0, float_to_double(*f, bits)};
+  return {false, 0, e8m0_to_double(bits)};  // Float8E8M0
+}
+
+// v as narrow dtype `dtype`: `saturate` for the float8 targets, `round_mode` (0 up, 1 down,
+// 2 nearest) for float8e8m0.
+inline uint8_t store(DType dtype, const Scalar &v, bool saturate, int round_mode) {
+  if (const auto *f = int_format(dtype))
+    return v.integral ? int_from_int(*f, v.i) : int_from_float(*f, v.d);
+  if (const auto *f = float_format(dtype)) return double_to_float(*f, v.as_double(), saturate);
+  return float_to_e8m0(static_cast<float>(v.as_double()), saturate, round_mode);
 }
 
 }  // namespace lumen::narrow
