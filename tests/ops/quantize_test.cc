@@ -198,7 +198,8 @@ TEST(QuantizeOp, NarrowTypes) {
 }
 
 // Q then DQ on the CPU and the reference: every 8/16-bit type (by the zero point's dtype), per
-// tensor, per axis and per block, without a zero point, a float64 scale; NaN, infinities, halves
+// tensor, per axis and per block, without a zero point, a float64 scale, float16 and bfloat16
+// scales (and outputs); NaN, infinities, halves
 // (ties to even) and values far out of range.
 TEST(QuantizeOp, CpuMatchesReference) {
   const Shape shape{3, 5, 70};
@@ -238,6 +239,12 @@ TEST(QuantizeOp, CpuMatchesReference) {
       EXPECT_TRUE(same("quantize_linear", {x, scale, zero}, p.attrs)) << dtype_name(q);
       EXPECT_TRUE(same("dequantize_linear", {qx, scale, zero}, p.attrs)) << dtype_name(q);
       EXPECT_TRUE(same("dequantize_linear", {qx, scale}, p.attrs)) << dtype_name(q);
+      for (const char *half : {"float16", "bfloat16"}) {  // the scale's dtype is the output's
+        const Tensor scale_half =
+            call_op("cast", {scale}, {{"to", std::string(half)}}, "reference").at(0);
+        EXPECT_TRUE(same("dequantize_linear", {qx, scale_half, zero}, p.attrs))
+            << dtype_name(q) << " to " << half;
+      }
     }
     EXPECT_TRUE(same("quantize_linear", {x, scale}, p.attrs));  // uint8, no zero point
     const Tensor scale64 = testing::random_tensor(p.scale, 9, 0.05, 3, DType::Float64);

@@ -5,8 +5,8 @@
 // per axis) or step with the run (per block), each run a vectorizable loop; runs are shared out
 // over the pool. Arithmetic is the reference's (backends/reference/kernels/quantize.cc): x / scale
 // in float32 unless either is float64, rounded half to even, plus the zero point, saturated, NaN
-// to 0; (x - zero point) in float32 times the scale. The narrow types (int4, float8, ...) go to
-// the reference kernels.
+// to 0; (x - zero point) in float32 times the scale (rounded once to a float16/bfloat16 output).
+// Quantizing to the narrow types (int4, float8, ...) runs the reference kernel.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -142,7 +142,12 @@ void dequantize_run(const Q *x, O *y, const double *scale, const double *zero, i
                     int64_t n) {
   const auto one = [&](Q v, double s, double z) {
     const float d = static_cast<float>(v) - static_cast<float>(z);
-    return std::is_same_v<O, double> ? O(double(d) * s) : O(d * float(s));
+    if constexpr (std::is_same_v<O, double>)
+      return double(d) * s;
+    else if constexpr (std::is_same_v<O, float>)
+      return d * float(s);
+    else  // float16, bfloat16: the float32 product, rounded once
+      return bin::convert<O>(double(d * float(s)));
   };
   if (step == 0) {
     const double s = *scale, z = *zero;
@@ -172,8 +177,12 @@ void dequantize_linear(KernelContext &ctx) {
       return go(float{});
     case DType::Float64:
       return go(double{});
+    case DType::Float16:
+      return go(Float16{});
+    case DType::BFloat16:
+      return go(BFloat16{});
     default:
-      return run_reference_kernel(ctx);  // float16/bfloat16 outputs
+      ctx.fail("output dtype ", dtype_name(y.dtype()), " is not a float type");
   }
 }
 
