@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "lumen/dtype.h"
+#include "lumen/tensor.h"
 
 namespace lumen::scalar {
 
@@ -149,6 +151,17 @@ bool visit_dtype(DType dtype, F &&f) {
     default:  // storage-only types (float8, int4, ...) have no arithmetic
       return false;
   }
+}
+
+// Every element of a contiguous tensor of an arithmetic dtype as double (zeros for other dtypes).
+inline std::vector<double> values_as_double(const Tensor &t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(load<T>(p[i]));
+  });
+  return out;
 }
 
 }  // namespace lumen::scalar

@@ -9,24 +9,9 @@
 namespace lumen {
 namespace {
 
+// The first element of an optional scalar input as double; 0 when absent or empty.
 double scalar_f64(const Tensor *t) {
-  if (!t || t->numel() == 0) return 0;
-  double v = 0;
-  scalar::visit_dtype(t->dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    v = double(scalar::load<T>(t->data<T>()[0]));
-  });
-  return v;
-}
-
-std::vector<double> all_f64(const Tensor &t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  scalar::visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = double(scalar::load<T>(p[i]));
-  });
-  return out;
+  return t && t->numel() > 0 ? scalar::values_as_double(*t)[0] : 0.0;
 }
 
 // Boxes as corners (x0 <= x1, y0 <= y1) and areas, for the IoU tests.
@@ -87,7 +72,8 @@ std::vector<std::array<int64_t, 3>> nms_select(const std::vector<const Tensor *>
   const double iou = in.size() > 3 ? scalar_f64(in[3]) : 0.0;
   const bool has_score = in.size() > 4 && in[4] && in[4]->numel() > 0;
   const double score_thr = has_score ? scalar_f64(in[4]) : 0.0;
-  const std::vector<double> bv = all_f64(boxes), sv = all_f64(scores);
+  const std::vector<double> bv = scalar::values_as_double(boxes),
+                            sv = scalar::values_as_double(scores);
   std::vector<std::array<int64_t, 3>> out;
   if (max_out == 0) return out;
   Corners corners, kept;

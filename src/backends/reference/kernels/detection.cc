@@ -10,21 +10,12 @@
 
 #include "backends/common/binary_functors.h"
 #include "core/kernel.h"
+#include "core/scalar.h"
 #include "graph/ops/nms_selection.h"
 
 namespace lumen {
 
 namespace {
-
-std::vector<double> all_f64(const Tensor &t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  bin::visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load<T>(p[i]));
-  });
-  return out;
-}
 
 void non_max_suppression(KernelContext &ctx) {
   const auto sel = nms_select(ctx.inputs, ctx.attrs.get_int("center_point_box", 0) != 0);
@@ -45,7 +36,7 @@ void det(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const int64_t m = x.shape()[x.rank() - 1];
-  const std::vector<double> xv = all_f64(x);
+  const std::vector<double> xv = scalar::values_as_double(x);
   std::vector<double> out(static_cast<size_t>(y.numel()));
   std::vector<double> a(size_t(m * m));
   for (size_t k = 0; k < out.size(); ++k) {
