@@ -302,6 +302,22 @@ TEST(QuantizeOp, IntegerOpsCpuMatchesReference) {
     EXPECT_TRUE(
         same("qlinear_matmul",
              {a, as, a_zp, b, testing::random_tensor({9}, 11, 0.001, 0.05), b_zp, ys, y_zp}));
+    // Scales in float16 and float64: the multiplier is formed in their precision.
+    for (const char *scale_type : {"float16", "float64"}) {
+      const auto in = [&](const Tensor &t) {
+        return call_op("cast", {t}, {{"to", std::string(scale_type)}}, "reference").at(0);
+      };
+      EXPECT_TRUE(same("qlinear_matmul",
+                       {a, in(as), a_zp, b, in(testing::random_tensor({9}, 11, 0.001, 0.05)), b_zp,
+                        in(ys), y_zp}))
+          << scale_type;
+      EXPECT_TRUE(
+          same("qlinear_conv",
+               {bytes8({1, 8, 9, 11}, dtype, 20), in(t<float>({}, {0.05f})), bytes8({}, dtype, 21),
+                bytes8({6, 8, 3, 3}, dtype, 22), in(testing::random_tensor({6}, 23, 0.001, 0.02)),
+                bytes8({6}, dtype, 24), in(t<float>({}, {2.0f})), bytes8({}, dtype, 25)}))
+          << scale_type;
+    }
     // Convolutions.
     struct Conv {
       Shape x, w;

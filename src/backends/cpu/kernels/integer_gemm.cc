@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/common/matmul_plan.h"
+#include "backends/common/requantize.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernels/quantize_f32.h"
 #include "core/cpu_isa.h"
@@ -252,7 +253,7 @@ void conv_integer(KernelContext &ctx) {
 }
 
 // round_half_even(acc * x_scale * w_scale[c] / y_scale + y_zp), saturated; the multiplier formed
-// in float32 as the reference does for float32 scales (others: the reference kernel).
+// in the scales' precision (backends/common/requantize.h).
 template <class Channel>
 void requantize(KernelContext &ctx, const std::vector<int64_t> &acc, const Tensor &x_scale,
                 const Tensor &w_scale, const Channel &channel) {
@@ -260,8 +261,7 @@ void requantize(KernelContext &ctx, const std::vector<int64_t> &acc, const Tenso
   Tensor &y = ctx.output(0);
   std::vector<double> mult(static_cast<size_t>(w_scale.numel()));
   for (size_t i = 0; i < mult.size(); ++i)
-    mult[i] =
-        double((x_scale.data<float>()[0] * w_scale.data<float>()[i]) / y_scale.data<float>()[0]);
+    mult[i] = requant_multiplier(x_scale, scale_at(w_scale, int64_t(i)), y_scale);
   const double zp = double(int8_at(y_zp, 0));
   const auto run = [&](auto tag) {
     using Q = decltype(tag);
@@ -276,18 +276,11 @@ void requantize(KernelContext &ctx, const std::vector<int64_t> &acc, const Tenso
     });
   };
   if (y.dtype() == DType::UInt8) return run(uint8_t{});
-  run(int8_t{});
-}
-
-bool float_scales(const KernelContext &ctx) {
-  for (size_t i : {1, 4, 6})
-    if (ctx.input(i).dtype() != DType::Float32) return false;
-  const DType out = ctx.output(0).dtype();
-  return out == DType::UInt8 || out == DType::Int8;
+  if (y.dtype() == DType::Int8) return run(int8_t{});
+  ctx.fail("output dtype ", dtype_name(y.dtype()), " is not supported; expected uint8 or int8");
 }
 
 void qlinear_matmul(KernelContext &ctx) {
-  if (!float_scales(ctx)) return run_reference_kernel(ctx);
   const std::vector<int64_t> acc =
       integer_matmul(ctx, ctx.input(0), &ctx.input(2), ctx.input(3), &ctx.input(5));
   const Shape &os = ctx.output(0).shape();
@@ -296,7 +289,6 @@ void qlinear_matmul(KernelContext &ctx) {
 }
 
 void qlinear_conv(KernelContext &ctx) {
-  if (!float_scales(ctx)) return run_reference_kernel(ctx);
   const std::vector<int64_t> acc =
       integer_conv2d(ctx, ctx.input(0), &ctx.input(2), ctx.input(3), &ctx.input(5),
                      ctx.has_input(8) ? &ctx.input(8) : nullptr);

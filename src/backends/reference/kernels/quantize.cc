@@ -9,6 +9,7 @@
 #include "backends/common/binary_functors.h"
 #include "backends/common/matmul_plan.h"
 #include "backends/common/narrow_types.h"
+#include "backends/common/requantize.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -304,20 +305,6 @@ void conv_integer(KernelContext &ctx) {
                  ctx.has_input(3) ? &ctx.input(3) : nullptr, nullptr, ctx.output(0).shape(), acc);
   int32_t *py = ctx.output(0).data<int32_t>();
   for (size_t i = 0; i < acc.size(); ++i) py[i] = to_int32(ctx, acc[i]);
-}
-
-// x_scale * w_scale / y_scale in the scales' precision (float16 scales round as float16).
-double requant_multiplier(const Tensor &xs, double wsv, const Tensor &ys) {
-  double m = 0;
-  bin::visit_dtype(xs.dtype(), [&](auto z) {
-    using S = decltype(z);
-    if constexpr (std::is_floating_point_v<bin::Compute<S>>) {
-      using C = bin::Compute<S>;
-      const C prod = bin::load(bin::store<S>(C(load_double(xs, 0)) * C(wsv)));
-      m = double(bin::load(bin::store<S>(prod / C(load_double(ys, 0)))));
-    }
-  });
-  return m;
 }
 
 // Requantizes int64 accumulators to the output: round_half_even(acc * multiplier + y_zp).
