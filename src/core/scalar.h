@@ -153,6 +153,16 @@ bool visit_dtype(DType dtype, F &&f) {
   }
 }
 
+// Element i of a contiguous tensor of an arithmetic dtype as double (0 for other dtypes).
+inline double value_as_double(const Tensor &t, int64_t i) {
+  double v = 0;
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    v = double(load<T>(t.data<T>()[i]));
+  });
+  return v;
+}
+
 // Every element of a contiguous tensor of an arithmetic dtype as double (zeros for other dtypes).
 inline std::vector<double> values_as_double(const Tensor &t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));

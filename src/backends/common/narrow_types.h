@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "lumen/dtype.h"
 
@@ -193,6 +194,15 @@ struct Scalar {
   double d;
   double as_double() const { return integral ? double(i) : d; }
 };
+
+// A computed value of a standard dtype (bin::load's result) as a Scalar: integers exactly.
+template <class V>
+Scalar scalar_of(V v) {
+  if constexpr (std::is_integral_v<V>)
+    return {true, static_cast<int64_t>(v), 0.0};
+  else
+    return {false, 0, static_cast<double>(v)};
+}
 
 // Element `bits` of narrow dtype `dtype` as a Scalar.
 inline Scalar load(DType dtype, uint8_t bits) {

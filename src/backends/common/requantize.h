@@ -10,16 +10,6 @@
 
 namespace lumen {
 
-// Element i of a scale tensor as double.
-inline double scale_at(const Tensor &t, int64_t i) {
-  double v = 0;
-  scalar::visit_dtype(t.dtype(), [&](auto tag) {
-    using S = decltype(tag);
-    v = double(scalar::load<S>(t.data<S>()[i]));
-  });
-  return v;
-}
-
 // x_scale[0] * w * y_scale[0]^-1 in the scales' precision; 0 for a scale dtype that is not a
 // float type (inference rejects those).
 inline double requant_multiplier(const Tensor &x_scale, double w, const Tensor &y_scale) {
@@ -28,8 +18,8 @@ inline double requant_multiplier(const Tensor &x_scale, double w, const Tensor &
     using S = decltype(tag);
     if constexpr (std::is_floating_point_v<scalar::Compute<S>>) {
       using C = scalar::Compute<S>;
-      const C prod = scalar::load(scalar::store<S>(C(scale_at(x_scale, 0)) * C(w)));
-      m = double(scalar::load(scalar::store<S>(prod / C(scale_at(y_scale, 0)))));
+      const C prod = scalar::load(scalar::store<S>(C(scalar::value_as_double(x_scale, 0)) * C(w)));
+      m = double(scalar::load(scalar::store<S>(prod / C(scalar::value_as_double(y_scale, 0)))));
     }
   });
   return m;

@@ -63,13 +63,7 @@ void cast_narrow(KernelContext &ctx) {
   } else {
     bin::visit_dtype(from, [&](auto tag) {
       const auto *px = x.data<decltype(tag)>();
-      ok = store([&](int64_t i) {
-        const auto v = bin::load(px[i]);
-        if constexpr (std::is_integral_v<decltype(v)>)
-          return narrow::Scalar{true, static_cast<int64_t>(v), 0.0};
-        else
-          return narrow::Scalar{false, 0, static_cast<double>(v)};
-      });
+      ok = store([&](int64_t i) { return narrow::scalar_of(bin::load(px[i])); });
     });
   }
   if (!ok) ctx.fail("cannot cast ", dtype_name(from), " to ", dtype_name(to));

@@ -261,7 +261,7 @@ void requantize(KernelContext &ctx, const std::vector<int64_t> &acc, const Tenso
   Tensor &y = ctx.output(0);
   std::vector<double> mult(static_cast<size_t>(w_scale.numel()));
   for (size_t i = 0; i < mult.size(); ++i)
-    mult[i] = requant_multiplier(x_scale, scale_at(w_scale, int64_t(i)), y_scale);
+    mult[i] = requant_multiplier(x_scale, scalar::value_as_double(w_scale, int64_t(i)), y_scale);
   const double zp = double(int8_at(y_zp, 0));
   const auto run = [&](auto tag) {
     using Q = decltype(tag);

@@ -36,13 +36,7 @@ void cast(KernelContext &ctx) {
       const bool ok = bin::visit_dtype(from, [&](auto tag) {
         using From = decltype(tag);
         const From *px = x.data<From>();
-        for (int64_t i = 0; i < n; ++i) {
-          const auto v = bin::load(px[i]);
-          if constexpr (std::is_integral_v<decltype(v)>)
-            values[i] = {true, static_cast<int64_t>(v), 0.0};
-          else
-            values[i] = {false, 0, static_cast<double>(v)};
-        }
+        for (int64_t i = 0; i < n; ++i) values[i] = narrow::scalar_of(bin::load(px[i]));
       });
       if (!ok) ctx.fail("cannot cast ", dtype_name(from), " to ", dtype_name(to));
     }

@@ -11,6 +11,7 @@
 #include "backends/common/narrow_types.h"
 #include "backends/common/requantize.h"
 #include "core/kernel.h"
+#include "core/scalar.h"
 
 namespace lumen {
 namespace {
@@ -25,13 +26,7 @@ double load_narrow(const Tensor &t, int64_t i) {
 
 // Element i of any numeric tensor as double.
 double load_double(const Tensor &t, int64_t i) {
-  if (is_narrow(t.dtype())) return load_narrow(t, i);
-  double v = 0;
-  bin::visit_dtype(t.dtype(), [&](auto z) {
-    using T = decltype(z);
-    v = static_cast<double>(bin::load(t.data<T>()[i]));
-  });
-  return v;
+  return is_narrow(t.dtype()) ? load_narrow(t, i) : scalar::value_as_double(t, i);
 }
 
 int64_t load_int(const Tensor &t, int64_t i) {
