@@ -1,5 +1,6 @@
 // The fusion passes that create conv2d/gemm/fused_* nodes: fold_conv_batch_norm,
-// matmul_add_to_gemm, fuse_residual_add, fuse_bias_activation, fuse_conv_max_pool. Each positive
+// matmul_add_to_gemm, fuse_residual_add, fuse_bias_activation, fuse_conv_max_pool,
+// fuse_pointwise_depthwise. Each positive
 // case checks the op counts after one run (run_pass also checks idempotence and verify()) and that
 // the optimized graph computes what the original did (float32: rtol/atol 1e-4). Negative cases
 // check the pattern does not fire. The pipeline cases (Conv+BN+ReLU, a ResNet basic block, a
@@ -572,6 +573,82 @@ TEST(FuseConvMaxPoolPass, DoesNotFireWhenItWouldNotHelpOrCannot) {
   g.mark_output(g.add_op("max_pool2d", {conv}, {{"kernel_shape", Ints{3, 3}}}));
   g.mark_output(g.add_op("relu", {conv}));
   run_pass(*make_fuse_conv_max_pool(0), g, false);
+}
+
+// --- fuse_pointwise_depthwise ------------------------------------------------------------------
+
+// A blocked pointwise conv of x to `m` channels (attributes `attrs`), its output t.
+Value *blocked_pointwise(Graph &g, Value *xb, int64_t c, int64_t m, Attributes attrs = {}) {
+  const std::string name = g.fresh_name("pointwise");
+  Value *w = g.add_weight(g.fresh_name("w"), {m, c, 1, 1});
+  Value *b = g.add_weight(g.fresh_name("b"), {m});
+  attrs.set("activation", std::string("clip"));
+  attrs.set("activation_min", 0.0);
+  attrs.set("activation_max", 6.0);
+  return g.add_op("nchwc_conv", {xb, w, b}, attrs, name);
+}
+
+// A blocked 3x3 depthwise conv of t (m channels), stride `stride`; z: a residual or nullptr.
+Value *blocked_depthwise(Graph &g, Value *t, int64_t m, int64_t stride, Value *z = nullptr) {
+  const std::string name = g.fresh_name("depthwise");
+  Value *w = g.add_weight(g.fresh_name("w"), {m, 1, 3, 3});
+  Value *b = g.add_weight(g.fresh_name("b"), {m});
+  std::vector<Value *> inputs{t, w, b};
+  if (z) inputs.push_back(z);
+  return g.add_op("nchwc_conv", inputs,
+                  {{"group", m},
+                   {"strides", Ints{stride, stride}},
+                   {"pads", Ints{1, 1, 1, 1}},
+                   {"activation", std::string("relu")}},
+                  name);
+}
+
+TEST(FusePointwiseDepthwisePass, ExpansionAndDepthwiseConvBecomeOneNode) {
+  Graph g;
+  Value *x = g.add_input("x", {2, 16, 13, 12});
+  Value *xb = g.add_op("to_nchwc", {x});
+  Value *t = blocked_pointwise(g, xb, 16, 48);
+  g.mark_output(g.add_op("from_nchwc", {blocked_depthwise(g, t, 48, 2)}));
+  std::vector<std::string> notes;
+  Graph after = optimized_copy(g, make_fuse_pointwise_depthwise(),
+                               {random_tensor({2, 16, 13, 12}, 1)}, &notes);
+  EXPECT_EQ(op_counts(after),
+            (std::map<std::string, int>{
+                {"to_nchwc", 1}, {"nchwc_pointwise_depthwise", 1}, {"from_nchwc", 1}}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("nchwc_conv 'pointwise_1' + nchwc_conv 'depthwise_4' -> "
+                          "nchwc_pointwise_depthwise"),
+            std::string::npos)
+      << notes[0];
+  for (const Node *n : after.nodes()) {
+    if (n->op() != "nchwc_pointwise_depthwise") continue;
+    const std::string attrs = n->attrs().to_string();
+    EXPECT_NE(attrs.find("pointwise_activation=\"clip\""), std::string::npos) << attrs;
+    EXPECT_NE(attrs.find("pointwise_activation_max=6"), std::string::npos) << attrs;
+    EXPECT_NE(attrs.find("strides=[2, 2]"), std::string::npos) << attrs;
+  }
+}
+
+TEST(FusePointwiseDepthwisePass, DoesNotFireWhenItCannot) {
+  Graph g;
+  Value *x = g.add_input("x", {1, 16, 10, 10});
+  Value *xb = g.add_op("to_nchwc", {x});
+  // t has a second user.
+  Value *shared = blocked_pointwise(g, xb, 16, 16);
+  g.mark_output(g.add_op("from_nchwc", {blocked_depthwise(g, shared, 16, 1)}));
+  g.mark_output(g.add_op("from_nchwc", {shared}));
+  // A strided pointwise conv.
+  Value *strided = blocked_pointwise(g, xb, 16, 16, {{"strides", Ints{2, 2}}});
+  g.mark_output(g.add_op("from_nchwc", {blocked_depthwise(g, strided, 16, 1)}));
+  // A depthwise conv with a residual.
+  Value *t = blocked_pointwise(g, xb, 16, 16);
+  g.mark_output(g.add_op("from_nchwc", {blocked_depthwise(g, t, 16, 1, xb)}));
+  // A dense 3x3 conv after the pointwise one.
+  Value *t2 = blocked_pointwise(g, xb, 16, 16);
+  g.mark_output(
+      g.add_op("from_nchwc", {g.add_op("nchwc_conv", {t2, g.add_weight("w_dense", {16, 16, 3, 3})},
+                                       {{"pads", Ints{1, 1, 1, 1}}})}));
+  run_pass(*make_fuse_pointwise_depthwise(), g, false);
 }
 
 // --- the pipeline ------------------------------------------------------------------------------

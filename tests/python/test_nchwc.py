@@ -55,6 +55,20 @@ class Chain:
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+@pytest.fixture(autouse=True, params=["fused", "unfused"])
+def pointwise_depthwise(request, monkeypatch):
+    """Every test runs with each expansion conv and its depthwise conv fused into one step and
+    without, so that both kernels stay covered."""
+    if request.param == "unfused":
+        monkeypatch.setenv("LUMEN_FUSE_POINTWISE_DEPTHWISE", "0")
+    return request.param
+
+
+def blocked_convs(ops):
+    """The blocked convs among a plan's steps, a fused expansion + depthwise step counting two."""
+    return ops.count("nchwc_conv") + 2 * ops.count("nchwc_pointwise_depthwise")
+
+
 def mobile_block_chain(batch="N"):
     """Inverted residual blocks: expand, depthwise, project (+ shortcut), with the activations
     mobile nets use, in the shapes that split the kernels' work differently."""
@@ -85,11 +99,13 @@ def run_both(model, batch, seed=0):
 
 
 @pytest.mark.parametrize("batch", [1, 2])
-def test_mobile_chain_runs_blocked_and_matches_the_reference(batch):
+def test_mobile_chain_runs_blocked_and_matches_the_reference(batch, pointwise_depthwise):
     chain, _ = mobile_block_chain(batch)
     compiled, got, want = run_both(chain.model(), batch)
     ops = [s.op for s in compiled.executable.steps]
-    assert ops.count("nchwc_conv") == 10, ops
+    assert blocked_convs(ops) == 10, ops
+    # Each expansion conv and its depthwise conv run as one step.
+    assert ops.count("nchwc_pointwise_depthwise") == (4 if pointwise_depthwise == "fused" else 0)
     assert ops.count("to_nchwc") == 1 and ops.count("from_nchwc") == 1, ops
     assert all(s.backend == "cpu" for s in compiled.executable.steps)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
@@ -106,7 +122,7 @@ def test_residual_inside_the_chain():
     c.conv(16, kernel=3, group=16, pad=1, residual_from=skip, activation="Relu")
     compiled, got, want = run_both(c.model(), 2)
     ops = [s.op for s in compiled.executable.steps]
-    assert ops.count("nchwc_conv") == 7, ops
+    assert blocked_convs(ops) == 7, ops
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
@@ -140,7 +156,7 @@ def test_symbolic_batch_plans_per_shape():
     chain, _ = mobile_block_chain()
     # The graph's shapes are known only per input shape: the plan for each one is blocked.
     for plan in plans_per_batch(chain.model().SerializeToString(), (24, 13, 11)):
-        assert plan.count("nchwc_conv") == 10, plan
+        assert blocked_convs(plan) == 10, plan
 
 
 def test_blocked_graph_runs_on_the_reference_backend():
@@ -154,7 +170,7 @@ def test_blocked_graph_runs_on_the_reference_backend():
 
 
 @pytest.mark.parametrize("isa", ["baseline", "avx2"])
-def test_narrower_kernels(isa):
+def test_narrower_kernels(isa, pointwise_depthwise):
     """The plain C++ loops (CPUs without AVX2) and, on an AVX-512 machine, the AVX2 kernels,
     through LUMEN_CPU_ISA in a fresh process."""
     import os
@@ -166,7 +182,7 @@ def test_narrower_kernels(isa):
         import sys
         sys.path.insert(0, {here!r})
         import test_nchwc as t
-        t.test_mobile_chain_runs_blocked_and_matches_the_reference(2)
+        t.test_mobile_chain_runs_blocked_and_matches_the_reference(2, {mode!r})
         t.test_residual_inside_the_chain()
         t.test_large_maps_split_into_bands()
         t.test_grouped_convs_and_batch_norm_run_blocked()
@@ -175,7 +191,7 @@ def test_narrower_kernels(isa):
             t.test_dense_convs_run_blocked(m, algorithm, 2, (9, 8))
         t.test_first_conv_and_pools_run_blocked(12)
         t.test_blocked_max_pool_keeps_nan()
-    """).format(here=os.path.dirname(os.path.abspath(__file__)))
+    """).format(here=os.path.dirname(os.path.abspath(__file__)), mode=pointwise_depthwise)
     env = dict(os.environ, LUMEN_CPU_ISA=isa)
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
 
@@ -196,7 +212,7 @@ def test_squeeze_excitation_stays_blocked():
     c.conv(24)
     compiled, got, want = run_both(c.model(), 2)
     ops = [s.op for s in compiled.executable.steps]
-    assert ops.count("nchwc_conv") == 5 and "global_avg_pool" not in ops, ops
+    assert blocked_convs(ops) == 5 and "global_avg_pool" not in ops, ops
     assert ops.count("to_nchwc") == 1 and ops.count("from_nchwc") == 1, ops
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
@@ -213,7 +229,7 @@ def test_large_maps_split_into_bands():
     c.conv(16, residual_from=skip)
     c.conv(16, kernel=3, group=16, stride=2, pad=1, activation="Tanh")
     compiled, got, want = run_both(c.model(), 1)
-    assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 7
+    assert blocked_convs([s.op for s in compiled.executable.steps]) == 7
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
@@ -236,7 +252,7 @@ def test_grouped_convs_and_batch_norm_run_blocked():
     c.conv(16)
     compiled, got, want = run_both(c.model(), 2)
     steps = compiled.executable.steps
-    assert [s.op for s in steps].count("nchwc_conv") == 6, [s.op for s in steps]
+    assert blocked_convs([s.op for s in steps]) == 6, [s.op for s in steps]
     assert sum(s.algorithm == "nchwc_grouped" for s in steps) == 3
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
@@ -252,7 +268,7 @@ def test_wide_pointwise_convs(size):
     c.conv(256, residual_from=skip, activation="Relu")
     c.conv(512, stride=2)                                      # strided: pixels span rows
     compiled, got, want = run_both(c.model(), c.batch)
-    assert [s.op for s in compiled.executable.steps].count("nchwc_conv") == 5
+    assert blocked_convs([s.op for s in compiled.executable.steps]) == 5
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
@@ -309,7 +325,7 @@ def test_dense_convs_run_blocked(monkeypatch, algorithm, batch, size):
     compiled, got, want = run_both(dense_chain(batch, size).model(), batch)
     steps = compiled.executable.steps
     ops = [s.op for s in steps]
-    assert ops.count("nchwc_conv") == 8 and ops.count("to_nchwc") == 1, ops
+    assert blocked_convs(ops) == 8 and ops.count("to_nchwc") == 1, ops
     chosen = [s.algorithm.split()[0] for s in steps if s.op == "nchwc_conv"]
     assert chosen[:5] == [algorithm] * 5 and chosen[5:] == ["nchwc_grouped"] * 3, chosen
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
@@ -327,7 +343,7 @@ def test_dense_convs_mostly_reading_padding_stay_plain():
     steps = compiled.executable.steps
     windows = [s for s in steps if "tap_windows" in s.algorithm]
     assert len(windows) == 1 and windows[0].op == "fused_conv", [s.op for s in steps]
-    assert [s.op for s in steps].count("nchwc_conv") == 2  # the 1x1 before it is left alone
+    assert blocked_convs([s.op for s in steps]) == 2  # the 1x1 before it is left alone
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 
 
@@ -356,7 +372,7 @@ def test_first_conv_and_pools_run_blocked(channels):
     c.conv(16, kernel=3, pad=1)
     compiled, got, want = run_both(c.model(), 2)
     ops = [s.op for s in compiled.executable.steps]
-    assert ops.count("nchwc_conv") == 4 and "to_nchwc" not in ops, ops
+    assert blocked_convs(ops) == 4 and "to_nchwc" not in ops, ops
     assert ops.count("nchwc_max_pool2d") == 2 and ops.count("nchwc_avg_pool2d") == 2, ops
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "graph/ops/attribute_prefix.h"
 #include "lumen/attributes.h"
 #include "lumen/shape.h"
 
@@ -27,10 +28,7 @@ inline Attributes conv_stage_attributes(const Attributes &fused) {
 
 // The max pool's own attributes ("pool_strides" -> "strides").
 inline Attributes pool_stage_attributes(const Attributes &fused) {
-  Attributes out;
-  for (const auto &[key, value] : fused.items())
-    if (key.starts_with(kPoolPrefix)) out.set(key.substr(kPoolPrefix.size()), value);
-  return out;
+  return unprefixed_attributes(fused, kPoolPrefix);
 }
 
 // The conv's output shape [N, M, OH, OW] for input x and weights w (shapes inference accepted).

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "graph/ops/attribute_prefix.h"
 #include "lumen/attributes.h"
 
 namespace lumen {
@@ -58,10 +59,7 @@ inline std::string epilogue_activation_names() {
 
 // The activation's own attributes, un-prefixed: {activation_alpha=0.1} -> {alpha=0.1}.
 inline Attributes activation_attributes(const Attributes &fused) {
-  Attributes out;
-  for (const auto &[key, value] : fused.items())
-    if (key.starts_with(kActivationPrefix)) out.set(key.substr(kActivationPrefix.size()), value);
-  return out;
+  return unprefixed_attributes(fused, kActivationPrefix);
 }
 
 }  // namespace lumen

@@ -63,6 +63,7 @@ std::unique_ptr<Pass> make_fuse_elementwise_chain();
 // min_bytes: the smallest conv output per image worth fusing; < 0 for the default (1 MiB).
 std::unique_ptr<Pass> make_fuse_conv_max_pool(int64_t min_bytes = -1);
 std::unique_ptr<Pass> make_nchwc_layout();
+std::unique_ptr<Pass> make_fuse_pointwise_depthwise();
 
 // The passes run at `opt_level` (0: none, 1: basic clean-up, 2: all), in order.
 std::vector<std::unique_ptr<Pass>> passes_for_level(int opt_level);

@@ -46,6 +46,7 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_nchwc_layout());
   // After the layout: a conv and max pool in a blocked chain stay two blocked steps.
   passes.push_back(make_fuse_conv_max_pool());
+  passes.push_back(make_fuse_pointwise_depthwise());
   passes.push_back(make_dead_code_elimination());
   return passes;
 }

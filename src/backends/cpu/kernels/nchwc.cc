@@ -17,6 +17,9 @@
 // item's output right after it, while it is in cache. Without AVX2 the same loops run as plain
 // C++.
 //
+// nchwc_pointwise_depthwise: a pointwise conv's output t made band by band of rows into a
+// thread's scratch, where the depthwise conv reads it (run_pointwise_depthwise).
+//
 // to_nchwc / from_nchwc: 8x8 transposes, one work item per (image, channel block).
 #include <algorithm>
 #include <atomic>
@@ -24,6 +27,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/common/epilogue.h"
@@ -34,6 +38,7 @@
 #include "backends/cpu/ukernels/f32_nchwc.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
+#include "graph/ops/pointwise_depthwise.h"
 
 namespace lumen {
 namespace {
@@ -53,6 +58,12 @@ constexpr int64_t kBlocksPerSlice = 16;  // see run_pointwise
 constexpr int64_t kBandCopyWeightBytes = 1 << 20;
 // Depthwise output bytes per work item.
 constexpr int64_t kBandBytes = 16 * 1024;
+// The rows of t a pointwise -> depthwise item holds at once: a quarter of a 2 MiB L2, beside
+// the input rows that make them and the depthwise conv's own scratch.
+constexpr int64_t kExpandedRowsBytes = 512 * 1024;
+// Output rows of a pointwise -> depthwise item that splits the map by rows: each chunk makes
+// again the t rows its first band shares with the chunk above.
+constexpr int64_t kMinChunkRows = 8;
 
 using ukernels::nchwc_avx2;
 using ukernels::nchwc_avx512;
@@ -652,6 +663,130 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
   });
 }
 
+// One depthwise band: output rows [r0, r1) of blocks [b0, b1) of image n, from t's rows
+// [lo, lo + held) in `t` (each block's rows `plane` floats apart).
+void depthwise_band(const Geometry &g, const PackedWeights &packed, const ConvRun &r, int64_t n,
+                    int64_t b0, int64_t b1, const float *t, int64_t plane, int64_t lo, int64_t held,
+                    int64_t r0, int64_t r1, AlignedFloats &scratch) {
+  const ukernels::NchwcDepthwiseRow wide_row =
+      nchwc_avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
+  for (int64_t b = b0; b < b1; ++b) {
+    ukernels::DepthwiseChannels d{};
+    // The band as a conv of its own on the held rows: padding above them where row lo is the
+    // image's first and the band's first window starts above it.
+    d.x = t + (b - b0) * plane;
+    d.h = held, d.w = g.w, d.pt = g.pt - (r0 * g.sh - lo), d.pl = g.pl;
+    d.kh = g.kh, d.kw = g.kw, d.sh = g.sh, d.sw = g.sw, d.dh = g.dh, d.dw = g.dw;
+    d.bias = r.bias ? r.bias + b * kBlock : nullptr;
+    d.channels = static_cast<int>(kBlock);
+    d.y = r.y + ((n * g.mb + b) * g.oh + r0) * g.ow * kBlock;
+    d.oh = r1 - r0, d.ow = g.ow, d.lo = r.lo, d.hi = r.hi;
+    const float *wv = packed.data.data() + b * g.kh * g.kw * kBlock;
+    if (nchwc_avx2()) {
+      scratch.resize(ukernels::f32_depthwise_scratch(d, kBlock));
+      f32_nchwc_depthwise__avx2(d, wv, nullptr, 0, r1 - r0, scratch.data(), wide_row);
+    } else {
+      depthwise_portable(d, wv, nullptr, 0, r1 - r0);
+    }
+    if (!r.clamp_only) r.epilogue.apply(d.y, (r1 - r0) * g.ow * kBlock, nullptr, nullptr);
+  }
+}
+
+// A pointwise conv (geometry gp, stride 1) whose output t is a depthwise conv's input (gd). Work
+// items: (image, slice of the pointwise filter groups, chunk of output rows), each walking its
+// chunk in bands: per band, the t rows it reads that the previous band did not are made into the
+// thread's scratch (every filter group of the slice, the input read where it lies), the rows both
+// read move up, and the depthwise conv runs on the held rows. t never leaves the cache, and only
+// a chunk's first band makes rows another chunk makes too. Chunks split the rows while they stay
+// kMinChunkRows tall, slices the channels after that (small maps with many channels).
+void run_pointwise_depthwise(ThreadPool &pool, const Geometry &gp, const Geometry &gd,
+                             const PackedWeights &pointwise, const PackedWeights &depthwise,
+                             const ConvRun &rp, const ConvRun &rd, int64_t band_rows) {
+  const int64_t groups = static_cast<int64_t>(pointwise.groups.size()) - 1;
+  const int64_t threads = pool.size();
+  int64_t slices = 1, chunks = 1;
+  const auto items = [&] { return gp.n * slices * chunks; };
+  while (items() < threads || items() % threads != 0) {
+    if (gd.oh / (chunks + 1) >= kMinChunkRows)
+      ++chunks;
+    else if (slices < groups)
+      ++slices;
+    else if (chunks < gd.oh)
+      ++chunks;
+    else
+      break;
+  }
+  const std::vector<int64_t> slice_groups = even_slices(pointwise.groups, slices);
+  int64_t slice_blocks = 0;  // the widest slice's
+  for (int64_t s = 0; s < slices; ++s)
+    slice_blocks = std::max(slice_blocks, pointwise.groups[size_t(slice_groups[size_t(s + 1)])] -
+                                              pointwise.groups[size_t(slice_groups[size_t(s)])]);
+  const int64_t window = (gd.kh - 1) * gd.dh + 1;  // t rows one output row reads
+  const int64_t row_floats = gp.w * kBlock;
+  const int64_t fitting = kExpandedRowsBytes / (slice_blocks * row_floats * int64_t(sizeof(float)));
+  const int64_t band = std::min(
+      gd.oh, band_rows > 0 ? band_rows : std::max<int64_t>(1, (fitting - window) / gd.sh + 1));
+  const int64_t plane = ((band - 1) * gd.sh + window) * row_floats;  // rows a band reads, at most
+  const int64_t in_plane = gp.h * row_floats, c = gp.cb * kBlock;
+  const size_t scratch_floats = static_cast<size_t>(checked_mul(slice_blocks, plane));
+  const auto kernel = tile_kernel().run;
+  pool.parallel_for(items(), 1, [&](int64_t begin, int64_t end) {
+    thread_local AlignedFloats t, depthwise_scratch;  // here: see run_grouped
+    t.resize(scratch_floats);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / (slices * chunks), slice = item / chunks % slices;
+      const int64_t chunk = item % chunks;
+      const int64_t g0 = slice_groups[size_t(slice)], g1 = slice_groups[size_t(slice + 1)];
+      const int64_t b0 = pointwise.groups[size_t(g0)], b1 = pointwise.groups[size_t(g1)];
+      const int64_t chunk_end = gd.oh * (chunk + 1) / chunks;
+      int64_t held_lo = 0, held_hi = 0;  // the t rows held: [held_lo, held_hi)
+      for (int64_t r0 = gd.oh * chunk / chunks; r0 < chunk_end; r0 += band) {
+        const int64_t r1 = std::min(chunk_end, r0 + band);
+        // The t rows this band reads; bands go down the map, so lo never decreases.
+        const int64_t lo = std::clamp(r0 * gd.sh - gd.pt, int64_t{0}, gp.h);
+        const int64_t hi = std::clamp((r1 - 1) * gd.sh - gd.pt + window, lo, gp.h);
+        const int64_t kept = std::max<int64_t>(0, held_hi - lo);
+        if (kept > 0 && lo > held_lo)
+          for (int64_t b = 0; b < b1 - b0; ++b) {
+            float *rows = t.data() + b * plane;
+            std::copy(rows + (lo - held_lo) * row_floats, rows + (held_hi - held_lo) * row_floats,
+                      rows);
+          }
+        held_lo = lo, held_hi = hi;
+        const int64_t made = lo + kept;  // the first row to make
+        if (hi > made) {
+          ukernels::NchwcConvTile p{};
+          p.x_block_stride = in_plane;
+          p.x_pixel_stride = kBlock;
+          p.y_block_stride = plane;
+          p.lo = rp.lo, p.hi = rp.hi;
+          for (int64_t k0 = 0; k0 < gp.cb; k0 += kInBlocksPerPass) {
+            p.in_blocks = std::min(kInBlocksPerPass, gp.cb - k0);
+            p.accumulate = k0 > 0;
+            p.last = k0 + kInBlocksPerPass >= gp.cb;
+            p.x = rp.x + (n * gp.cb + k0) * in_plane + made * row_floats;
+            for (int64_t gi = g0; gi < g1; ++gi) {
+              const int64_t first = pointwise.groups[size_t(gi)];
+              const int64_t filters = pointwise.groups[size_t(gi + 1)] - first;
+              p.filters = static_cast<int>(filters);
+              p.w = pointwise.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+              p.bias = rp.bias ? rp.bias + first * kBlock : nullptr;
+              p.y = t.data() + (first - b0) * plane + (made - lo) * row_floats;
+              kernel(p, (hi - made) * gp.w);
+            }
+          }
+          if (!rp.clamp_only)
+            for (int64_t b = 0; b < b1 - b0; ++b)
+              rp.epilogue.apply(t.data() + b * plane + (made - lo) * row_floats,
+                                (hi - made) * row_floats, nullptr, nullptr);
+        }
+        depthwise_band(gd, depthwise, rd, n, b0, b1, t.data(), plane, lo, hi - lo, r0, r1,
+                       depthwise_scratch);
+      }
+    }
+  });
+}
+
 void run_winograd(ThreadPool &pool, const Geometry &g, const cpu::NchwcWinogradWeights &weights,
                   const ConvRun &r) {
   const cpu::NchwcWinogradConv conv{.n = g.n,
@@ -779,6 +914,66 @@ void nchwc_conv(KernelContext &ctx) {
   set_clamp(r);
   run_step(ctx.pool, g, *packed, r);
 }
+struct PointwiseDepthwiseWeights {
+  std::shared_ptr<PackedWeights> pointwise, depthwise;
+};
+
+std::shared_ptr<PointwiseDepthwiseWeights> pack_pointwise_depthwise(const Tensor &w1,
+                                                                    const Tensor &w2) {
+  auto packed = std::make_shared<PointwiseDepthwiseWeights>();
+  packed->pointwise = pack(w1, 1, ConvKind::kPointwise, pass_channels(false, w1.shape()[1]));
+  packed->depthwise = pack(w2, w2.shape()[0], ConvKind::kDepthwise, 0);
+  return packed;
+}
+
+std::shared_ptr<const void> prepare_pointwise_depthwise(const PrepareContext &ctx) {
+  const Tensor *w1 = ctx.constant(1), *w2 = ctx.constant(3);
+  if (!w1 || !w2 || w1->dtype() != DType::Float32 || w2->dtype() != DType::Float32 ||
+      w1->rank() != 4 || w2->rank() != 4 || w1->shape()[0] % kBlock != 0)
+    return nullptr;
+  return pack_pointwise_depthwise(*w1, *w2);
+}
+
+void nchwc_pointwise_depthwise(KernelContext &ctx) {
+  const Attributes pointwise_attrs = pointwise_stage_attributes(ctx.attrs);
+  const Attributes depthwise_attrs = depthwise_stage_attributes(ctx.attrs);
+  const Shape &x = ctx.input(0).shape(), &w1 = ctx.input(1).shape(), &w2 = ctx.input(3).shape();
+  const Shape &y = ctx.output(0).shape();
+  if (x.rank() != 5 || x[4] != kBlock || y.rank() != 5 || y[4] != kBlock || w1[0] % kBlock != 0 ||
+      w1[1] != x[1] * kBlock)
+    ctx.fail("the CPU kernel takes block ", kBlock,
+             " and whole blocks of channels only; got input ", x.to_string(), ", weight w1 ",
+             w1.to_string(), ", output ", y.to_string());
+  const Shape t{x[0], w1[0] / kBlock, x[2], x[3], kBlock};
+  const Geometry gp = geometry(x, w1, t, pointwise_attrs), gd = geometry(t, w2, y, depthwise_attrs);
+  if (gp.kind != ConvKind::kPointwise || gp.sh != 1 || gp.sw != 1 ||
+      gd.kind != ConvKind::kDepthwise)
+    ctx.fail("expected a stride-1 pointwise conv and a depthwise conv; got weights ",
+             w1.to_string(), " and ", w2.to_string());
+  std::shared_ptr<PointwiseDepthwiseWeights> owned;
+  const auto *packed = static_cast<const PointwiseDepthwiseWeights *>(ctx.prepared);
+  if (!packed) {  // weights not constant, or an eager call
+    owned = pack_pointwise_depthwise(ctx.input(1), ctx.input(3));
+    packed = owned.get();
+  }
+  const Epilogue<float> pointwise_epilogue(pointwise_attrs, ctx.op, ctx.node);
+  const Epilogue<float> depthwise_epilogue(depthwise_attrs, ctx.op, ctx.node);
+  ConvRun rp{.x = ctx.input(0).data<float>(),
+             .bias = ctx.has_input(2) ? ctx.input(2).data<float>() : nullptr,
+             .residual = nullptr,
+             .y = nullptr,
+             .epilogue = pointwise_epilogue};
+  ConvRun rd{.x = nullptr,
+             .bias = ctx.has_input(4) ? ctx.input(4).data<float>() : nullptr,
+             .residual = nullptr,
+             .y = ctx.output(0).data<float>(),
+             .epilogue = depthwise_epilogue};
+  set_clamp(rp);
+  set_clamp(rd);
+  run_pointwise_depthwise(ctx.pool, gp, gd, *packed->pointwise, *packed->depthwise, rp, rd,
+                          ctx.attrs.get_int(std::string(kPointwiseDepthwiseBandRowsAttr), 0));
+}
+
 // [N, C, H, W] <-> [N, C / 8, H, W, 8], one (image, channel block) per work item.
 void reorder(KernelContext &ctx, bool to_blocked) {
   const Shape &blocked = to_blocked ? ctx.output(0).shape() : ctx.input(0).shape();
@@ -817,6 +1012,10 @@ void from_nchwc(KernelContext &ctx) {
 
 LUMEN_REGISTER_KERNEL("cpu", "nchwc_conv", nchwc_conv, DType::Float32);
 LUMEN_REGISTER_PREPARE("cpu", "nchwc_conv", prepare_nchwc_conv, DType::Float32);
+LUMEN_REGISTER_KERNEL("cpu", "nchwc_pointwise_depthwise", nchwc_pointwise_depthwise,
+                      DType::Float32);
+LUMEN_REGISTER_PREPARE("cpu", "nchwc_pointwise_depthwise", prepare_pointwise_depthwise,
+                       DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "to_nchwc", to_nchwc, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "from_nchwc", from_nchwc, DType::Float32);
 

@@ -1,10 +1,11 @@
 // Reference kernels of the channel-blocked layout (graph/ops/nchwc.cc): the reorders as plain
 // index arithmetic; nchwc_conv and the pools as from_nchwc (unless x is plain), the reference
-// fused_conv or pool, to_nchwc.
+// fused_conv or pool, to_nchwc; nchwc_pointwise_depthwise as its two fused_convs on plain tensors.
 #include <optional>
 #include <vector>
 
 #include "core/kernel.h"
+#include "graph/ops/pointwise_depthwise.h"
 
 namespace lumen {
 namespace {
@@ -55,14 +56,12 @@ Tensor unblock(const Tensor &blocked) {
   return plain;
 }
 
-// The reference kernel of plain op `op` on `inputs` (unblocked already), its output blocked into
-// the step's.
-void run_plain(KernelContext &ctx, const char *op, const std::vector<const Tensor *> &inputs) {
+// The reference kernel of plain op `op` with `attrs` on `inputs` (unblocked already), into
+// plain_y.
+void run_plain_op(KernelContext &ctx, const char *op, Attributes attrs,
+                  const std::vector<const Tensor *> &inputs, Tensor &plain_y) {
   const KernelFn plain_op = kernel_registry("reference").find(op, DType::Float32);
   if (!plain_op) ctx.fail("no reference ", op, " kernel");
-  Tensor &y = ctx.output(0);
-  Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
-  Attributes attrs = ctx.attrs;
   attrs.erase("block");
   KernelContext inner{.inputs = inputs,
                       .outputs = {&plain_y},
@@ -72,6 +71,13 @@ void run_plain(KernelContext &ctx, const char *op, const std::vector<const Tenso
                       .op = ctx.op,
                       .node = ctx.node};
   plain_op(inner);
+}
+
+// The same with the step's attributes, its output blocked into the step's.
+void run_plain(KernelContext &ctx, const char *op, const std::vector<const Tensor *> &inputs) {
+  Tensor &y = ctx.output(0);
+  Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
+  run_plain_op(ctx, op, ctx.attrs, inputs, plain_y);
   reorder(blocking_of(y.shape()), plain_y.data<float>(), y.data<float>(), true);
 }
 
@@ -81,6 +87,20 @@ void nchwc_conv(KernelContext &ctx) {
   if (ctx.has_input(3)) z = unblock(ctx.input(3));
   run_plain(ctx, "fused_conv",
             {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, z ? &*z : nullptr});
+}
+
+// The pointwise conv into a plain t, then the depthwise conv on it.
+void nchwc_pointwise_depthwise(KernelContext &ctx) {
+  const Tensor x = unblock(ctx.input(0));
+  const Shape &w1 = ctx.input(1).shape();
+  Tensor t = Tensor::empty(Shape{x.shape()[0], w1[0], x.shape()[2], x.shape()[3]}, x.dtype());
+  run_plain_op(ctx, "fused_conv", pointwise_stage_attributes(ctx.attrs),
+               {&x, &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr}, t);
+  Tensor &y = ctx.output(0);
+  Tensor plain_y = Tensor::empty(plain_shape(y.shape()), y.dtype());
+  run_plain_op(ctx, "fused_conv", depthwise_stage_attributes(ctx.attrs),
+               {&t, &ctx.input(3), ctx.has_input(4) ? &ctx.input(4) : nullptr}, plain_y);
+  reorder(blocking_of(y.shape()), plain_y.data<float>(), y.data<float>(), true);
 }
 
 template <const char *kPlainOp>
@@ -95,6 +115,8 @@ constexpr char kAvgPool[] = "avg_pool2d";
 LUMEN_REGISTER_KERNEL("reference", "to_nchwc", to_nchwc<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "from_nchwc", from_nchwc<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "nchwc_conv", nchwc_conv, DType::Float32);
+LUMEN_REGISTER_KERNEL("reference", "nchwc_pointwise_depthwise", nchwc_pointwise_depthwise,
+                      DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "nchwc_max_pool2d", nchwc_pool2d<kMaxPool>, DType::Float32);
 LUMEN_REGISTER_KERNEL("reference", "nchwc_avg_pool2d", nchwc_pool2d<kAvgPool>, DType::Float32);
 
