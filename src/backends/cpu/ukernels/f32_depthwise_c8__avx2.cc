@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "backends/cpu/ukernels/avx2_vectors.h"
+#include "core/cpu_isa.h"
 
 namespace lumen::ukernels {
 namespace {
@@ -21,11 +22,12 @@ constexpr int kLanes = 8;
 
 // kOutputs consecutive outputs of one row: `in` points at the first one's window in the strip,
 // `step` is the floats between two outputs' windows, row_step and col_step the floats between
-// kernel rows and columns. kKw is the kernel width when known at compile time (0: kw), so that
-// common kernels' taps are unrolled.
+// kernel rows and columns; each output clamped to [lo, hi] (NaN stays NaN). kKw is the kernel
+// width when known at compile time (0: kw), so that common kernels' taps are unrolled.
 template <int kOutputs, int kKw>
 inline void outputs(const float *in, int64_t step, int64_t kh, int64_t kw_runtime, int64_t row_step,
-                    int64_t col_step, const float *wv, __m256 bias, float *out) {
+                    int64_t col_step, const float *wv, __m256 bias, __m256 lo, __m256 hi,
+                    float *out) {
   const int64_t kw = kKw > 0 ? kKw : kw_runtime;
   __m256 acc[kOutputs];
   for (int u = 0; u < kOutputs; ++u) acc[u] = bias;
@@ -39,26 +41,24 @@ inline void outputs(const float *in, int64_t step, int64_t kh, int64_t kw_runtim
         acc[u] = _mm256_fmadd_ps(k, _mm256_load_ps(src + u * step), acc[u]);
     }
   }
-  for (int u = 0; u < kOutputs; ++u) _mm256_store_ps(out + u * kLanes, acc[u]);
+  for (int u = 0; u < kOutputs; ++u)
+    _mm256_store_ps(out + u * kLanes, _mm256_min_ps(hi, _mm256_max_ps(lo, acc[u])));
 }
 
 // One output row, 8, 4, 2 or 1 outputs at a time.
 template <int kKw>
 void output_row(const float *in, int64_t ow, int64_t step, int64_t kh, int64_t kw, int64_t row_step,
-                int64_t col_step, const float *wv, __m256 bias, float *out) {
+                int64_t col_step, const float *wv, __m256 bias, __m256 lo, __m256 hi, float *out) {
   int64_t j = 0;
-  for (; j + 8 <= ow; j += 8)
-    outputs<8, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
-  if (j + 4 <= ow) {
-    outputs<4, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
-    j += 4;
-  }
-  if (j + 2 <= ow) {
-    outputs<2, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
-    j += 2;
-  }
-  if (j < ow)
-    outputs<1, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, out + j * kLanes);
+  const auto some = [&]<int N>() LUMEN_VEC_INLINE {
+    outputs<N, kKw>(in + j * step, step, kh, kw, row_step, col_step, wv, bias, lo, hi,
+                    out + j * kLanes);
+    j += N;
+  };
+  while (j + 8 <= ow) some.template operator()<8>();
+  if (j + 4 <= ow) some.template operator()<4>();
+  if (j + 2 <= ow) some.template operator()<2>();
+  if (j < ow) some.template operator()<1>();
 }
 
 // Zeros the parts of padded strip row `trow` (cols positions) that no input reaches: all of it for
@@ -132,16 +132,19 @@ void f32_depthwise_c8__avx2(const DepthwiseChannels &d, float *scratch) {
     const auto row = output_row_for(d.kw);
     for (int64_t i = i0; i < i1; ++i)
       row(t + (i - i0) * d.sh * cols * kLanes, d.ow, step, d.kh, d.kw, row_step, col_step, wv, bias,
-          o + (i - i0) * d.ow * kLanes);
+          lo, hi, o + (i - i0) * d.ow * kLanes);
     store_lanes_to_planes(o, (i1 - i0) * d.ow, d.y + i0 * d.ow, out_plane, d.channels, lo, hi);
   }
 }
 
 // The same taps for a block of the NCHW8c layout, whose input rows are already [w][8]: an output
-// row whose taps all fall inside the input reads it in place, its inside columns through
-// output_row and the few border columns tap by tap; only rows near the top and bottom edges are
-// copied into a zero-padded strip first (onnxruntime copies none; the copy of every row was ~20%
-// of MNASNet's depthwise time).
+// row whose taps all fall inside the input reads it in place, its inside columns through the row
+// kernel; the few border columns, whose taps fall partly outside, through the same kernel on a
+// zero-padded copy of the input they read (kh rows of a few pixels: summed tap by tap with bounds
+// checks, two border columns were half the time of a 28-wide row). Rows near the top and bottom
+// edges are copied into a zero-padded strip first (onnxruntime copies none; the copy of every row
+// was ~20% of MNASNet's depthwise time). The clamp is applied in registers unless there is a
+// residual to add first.
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
                                int64_t row_begin, int64_t row_end, float *scratch,
                                NchwcDepthwiseRow wide_row) {
@@ -149,15 +152,20 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
   const __m256 zero = _mm256_setzero_ps();
   const __m256 bias = d.bias ? _mm256_loadu_ps(d.bias) : zero;
   const __m256 lo = _mm256_set1_ps(d.lo), hi = _mm256_set1_ps(d.hi);
+  // The clamp in the row kernels: none where a residual is added after them.
+  const float row_lo = residual ? -__builtin_inff() : d.lo,
+              row_hi = residual ? __builtin_inff() : d.hi;
+  const __m256 row_lo8 = _mm256_set1_ps(row_lo), row_hi8 = _mm256_set1_ps(row_hi);
   const int64_t step = d.sw * kLanes, col_step = d.dw * kLanes;
   const int64_t c0 = std::min(cols, d.pl), c1 = std::min(cols, d.pl + d.w);
   const auto narrow_row = output_row_for(d.kw);
   alignas(32) static constexpr float kZeros[kLanes] = {};
   const auto row = [&](const float *in, int64_t ow, int64_t row_step, float *out) {
     if (wide_row)
-      wide_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, d.bias ? d.bias : kZeros, out);
+      wide_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, d.bias ? d.bias : kZeros, row_lo,
+               row_hi, out);
     else
-      narrow_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, bias, out);
+      narrow_row(in, ow, step, d.kh, d.kw, row_step, col_step, wv, bias, row_lo8, row_hi8, out);
   };
   // Output columns [j0, j1) whose taps all lie inside an input row.
   const int64_t span = (d.kw - 1) * d.dw;
@@ -176,19 +184,22 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
     }
   };
   const auto finish_row = [&](int64_t i) {
+    if (!residual) return;  // clamped in the row kernel
     float *out = d.y + i * d.ow * kLanes;
-    const float *res = residual ? residual + i * d.ow * kLanes : nullptr;
+    const float *res = residual + i * d.ow * kLanes;
     for (int64_t j = 0; j < d.ow * kLanes; j += kLanes) {
-      __m256 v = _mm256_load_ps(out + j);
-      if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
+      const __m256 v = _mm256_add_ps(_mm256_load_ps(out + j), _mm256_loadu_ps(res + j));
       _mm256_store_ps(out + j, _mm256_min_ps(hi, _mm256_max_ps(lo, v)));
     }
   };
-  // Where columns with taps outside the row are a quarter of the outputs or more (small maps,
-  // large kernels: 5x5 on 7x7 to 28x28), each such column would sum its taps one by one: the
-  // band's input rows are copied zero-padded once instead, and every output row reads the copy.
+  // Where the border columns' taps outweigh copying the rows (twice their taps against a row's
+  // padded columns: 3x3 on maps up to 28 wide, 5x5 up to 100), the band's input rows are copied
+  // zero-padded once, and every output row reads the copy (1 thread, 40 chained 3x3 convs: 576
+  // channels on 14x14 0.82x the time, 128 on 28x28 0.86x; copied, 56x56 and 112x112 took
+  // 1.18x and 1.26x).
   const int64_t band_rows = d.padded_rows(row_end - row_begin);
-  if ((j1 - j0) * 4 < d.ow * 3 && band_rows <= d.padded_rows(f32_depthwise_strip(d, kLanes))) {
+  if ((d.ow - (j1 - j0)) * d.kh * d.kw * 2 >= cols &&
+      band_rows <= d.padded_rows(f32_depthwise_strip(d, kLanes))) {
     copy_rows(row_begin * d.sh - d.pt, band_rows);
     for (int64_t i = row_begin; i < row_end; ++i) {
       row(scratch + (i - row_begin) * d.sh * cols * kLanes, d.ow, d.dh * cols * kLanes,
@@ -203,19 +214,24 @@ void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, cons
     if (top >= 0 && top + (d.kh - 1) * d.dh < d.h && j0 < j1) {
       row(d.x + (top * d.w + j0 * d.sw - d.pl) * kLanes, j1 - j0, d.dh * d.w * kLanes,
           out + j0 * kLanes);
-      const auto border = [&](int64_t j) {  // a column some of whose taps fall outside
-        __m256 acc = bias;
-        for (int64_t a = 0; a < d.kh; ++a)
-          for (int64_t b = 0; b < d.kw; ++b) {
-            const int64_t c = j * d.sw - d.pl + b * d.dw;
-            if (c < 0 || c >= d.w) continue;
-            acc = _mm256_fmadd_ps(_mm256_load_ps(d.x + ((top + a * d.dh) * d.w + c) * kLanes),
-                                  _mm256_load_ps(wv + (a * d.kw + b) * kLanes), acc);
+      // Border outputs [ja, jb): the padded columns their windows read, from the first's, as kh
+      // rows of `width` pixels in scratch.
+      const auto border = [&](int64_t ja, int64_t jb) {
+        if (ja >= jb) return;
+        const int64_t first = ja * d.sw - d.pl, width = (jb - 1 - ja) * d.sw + span + 1;
+        for (int64_t a = 0; a < d.kh; ++a) {
+          const float *xrow = d.x + (top + a * d.dh) * d.w * kLanes;
+          float *prow = scratch + a * width * kLanes;
+          for (int64_t c = 0; c < width; ++c) {
+            const int64_t ic = first + c;
+            _mm256_store_ps(prow + c * kLanes,
+                            ic >= 0 && ic < d.w ? _mm256_load_ps(xrow + ic * kLanes) : zero);
           }
-        _mm256_store_ps(out + j * kLanes, acc);
+        }
+        row(scratch, jb - ja, width * kLanes, out + ja * kLanes);
       };
-      for (int64_t j = 0; j < j0; ++j) border(j);
-      for (int64_t j = j1; j < d.ow; ++j) border(j);
+      border(0, j0);
+      border(j1, d.ow);
     } else {  // the rows this output row reads, zero-padded, as a one-row strip
       copy_rows(top, d.padded_rows(1));
       row(scratch, d.ow, d.dh * cols * kLanes, out);

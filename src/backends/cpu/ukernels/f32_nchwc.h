@@ -87,7 +87,7 @@ void f32_nchwc_conv_tile__avx512(const NchwcConvTile &p, int64_t pixels);
 // wide_row (or nullptr): the output rows of a wider ISA (f32_nchwc_depthwise_row__avx512).
 using NchwcDepthwiseRow = void (*)(const float *in, int64_t ow, int64_t step, int64_t kh,
                                    int64_t kw, int64_t row_step, int64_t col_step, const float *wv,
-                                   const float *bias8, float *out);
+                                   const float *bias8, float lo, float hi, float *out);
 void f32_nchwc_depthwise__avx2(const DepthwiseChannels &d, const float *wv, const float *residual,
                                int64_t row_begin, int64_t row_end, float *scratch,
                                NchwcDepthwiseRow wide_row = nullptr);
