@@ -108,10 +108,6 @@ class KernelRegistry {
 // The kernel registry of the backend named `backend`, created on first use (static-init safe).
 KernelRegistry &kernel_registry(std::string_view backend);
 
-// Runs the reference backend's kernel for ctx.op (dispatched on input 0's dtype) in ctx: how a
-// faster backend covers the cases its own kernel leaves out. Fails, naming the op, without one.
-void run_reference_kernel(KernelContext &ctx);
-
 }  // namespace lumen
 
 // LUMEN_REGISTER_KERNEL("cpu", "relu", relu_kernel, DType::Float32, DType::Float64);

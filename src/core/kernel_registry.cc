@@ -52,11 +52,4 @@ KernelRegistry &kernel_registry(std::string_view backend) {
   return *it->second;
 }
 
-void run_reference_kernel(KernelContext &ctx) {
-  const DType dtype = ctx.input(0).dtype();
-  const KernelFn fn = kernel_registry("reference").find(ctx.op, dtype);
-  if (!fn) ctx.fail("no reference kernel for ", dtype_name(dtype));
-  fn(ctx);
-}
-
 }  // namespace lumen

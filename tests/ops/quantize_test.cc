@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/common/narrow_types.h"
 #include "op_test_util.h"
 
 namespace lumen {
@@ -256,6 +257,61 @@ TEST(QuantizeOp, CpuMatchesReference) {
   const Tensor i32 = testing::random_tensor({4, 300}, 10, -1e6, 1e6, DType::Int32);
   EXPECT_TRUE(same("dequantize_linear", {i32, t<float>({}, {0.001f})}, {}));
   EXPECT_TRUE(same("dequantize_linear", {i32, t<double>({}, {0.001})}, {}));
+}
+
+// The same for the narrow types (int4, uint4, int2, uint2, the float8s and float4e2m1) both ways,
+// with integer zero points of either sign and saturate=0 for the float8s, and for float16 and
+// bfloat16 inputs (scales of their own dtype, whose quotient rounds to it, and float32 scales):
+// the CPU's bytes equal the reference's.
+TEST(QuantizeOp, NarrowTypesAndHalfInputsCpuMatchesReference) {
+  const Shape shape{3, 4, 50};
+  Tensor x = testing::random_tensor(shape, 11, -40, 40);
+  x.data<float>()[1] = NAN;
+  x.data<float>()[2] = 1e30f;
+  const auto same = [](const std::string &op, const std::vector<Tensor> &inputs,
+                       const Attributes &attrs) {
+    const Tensor want = call_op(op, inputs, attrs, "reference").at(0);
+    const Tensor got = call_op(op, inputs, attrs, "cpu").at(0);
+    return got.dtype() == want.dtype() && want.nbytes() == got.nbytes() &&
+           std::memcmp(want.raw_data(), got.raw_data(), want.nbytes()) == 0;
+  };
+  const std::vector<std::pair<Shape, Attributes>> params = {
+      {{}, {}},
+      {{4}, {{"axis", int64_t{1}}}},
+      {{3, 2, 50}, {{"axis", int64_t{1}}, {"block_size", int64_t{3}}}},
+  };
+  for (const auto &[pshape, attrs] : params) {
+    const Tensor scale = testing::random_tensor(pshape, 12, 0.5, 4);
+    for (DType q :
+         {DType::Int4, DType::UInt4, DType::Int2, DType::UInt2, DType::Float8E4M3FN,
+          DType::Float8E4M3FNUZ, DType::Float8E5M2, DType::Float8E5M2FNUZ, DType::Float4E2M1}) {
+      Tensor zero = Tensor::zeros(pshape, q);
+      if (narrow::int_format(q))  // 0, 1 and the bits of 15, 3, -1 or -1
+        for (int64_t i = 0; i < zero.numel(); ++i)
+          static_cast<uint8_t *>(zero.raw_data())[i] =
+              uint8_t(i % 3 == 2 ? (q == DType::Int4 || q == DType::UInt4 ? 0xF : 0x3) : i % 3);
+      const Tensor qx = call_op("quantize_linear", {x, scale, zero}, attrs, "reference").at(0);
+      EXPECT_TRUE(same("quantize_linear", {x, scale, zero}, attrs)) << dtype_name(q);
+      EXPECT_TRUE(same("dequantize_linear", {qx, scale, zero}, attrs)) << dtype_name(q);
+      const Tensor scale_half =
+          call_op("cast", {scale}, {{"to", std::string("float16")}}, "reference").at(0);
+      EXPECT_TRUE(same("dequantize_linear", {qx, scale_half, zero}, attrs)) << dtype_name(q);
+      if (narrow::float_format(q) && q != DType::Float4E2M1) {
+        Attributes no_saturation = attrs;
+        no_saturation.set("saturate", int64_t{0});
+        EXPECT_TRUE(same("quantize_linear", {x, scale, zero}, no_saturation)) << dtype_name(q);
+      }
+    }
+    for (const char *half : {"float16", "bfloat16"}) {
+      const Tensor xh = call_op("cast", {x}, {{"to", std::string(half)}}, "reference").at(0);
+      const Tensor sh = call_op("cast", {scale}, {{"to", std::string(half)}}, "reference").at(0);
+      for (DType q : {DType::Int8, DType::UInt16, DType::Int4, DType::Float8E4M3FN}) {
+        const Tensor zero = Tensor::zeros(pshape, q);
+        EXPECT_TRUE(same("quantize_linear", {xh, sh, zero}, attrs)) << half << dtype_name(q);
+        EXPECT_TRUE(same("quantize_linear", {xh, scale, zero}, attrs)) << half << dtype_name(q);
+      }
+    }
+  }
 }
 
 // 8-bit tensor of the given dtype: values spread over the whole range, extremes included, so that

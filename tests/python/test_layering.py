@@ -35,3 +35,14 @@ def test_layer_names_no_concrete_backend(layer):
     found = [f"{p.relative_to(SRC)}:{n}: {line.strip()}" for p in sources(layer)
              for n, line in code_lines(p) if BACKEND_NAMES.search(line)]
     assert not found, "concrete backends named outside the registry: " + "; ".join(found)
+
+
+def test_no_backend_runs_the_reference_behind_the_router():
+    """The reference backend is a test oracle: a backend's kernel never looks up and runs one of
+    its kernels (which would hide from placement, `lumen inspect` and profiles what really runs)."""
+    found = [f"{p.relative_to(SRC)}:{n}: {line.strip()}"
+             for backend in (SRC / "backends").iterdir()
+             if backend.is_dir() and backend.name != "reference"
+             for p in sorted(backend.rglob("*")) if p.suffix in (".h", ".cc")
+             for n, line in code_lines(p) if 'kernel_registry("reference")' in line]
+    assert not found, "backends running reference kernels: " + "; ".join(found)

@@ -6,7 +6,8 @@
 // over the pool. Arithmetic is the reference's (backends/reference/kernels/quantize.cc): x / scale
 // in float32 unless either is float64, rounded half to even, plus the zero point, saturated, NaN
 // to 0; (x - zero point) in float32 times the scale (rounded once to a float16/bfloat16 output).
-// Quantizing to the narrow types (int4, float8, ...) runs the reference kernel.
+// Float16/bfloat16 inputs, the narrow types (int4, int2, float8, float4) on either side and
+// per-block parameters run element by element (backends/common/quantize_element.h), in parallel.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "backends/common/binary_functors.h"
+#include "backends/common/narrow_types.h"
+#include "backends/common/quantize_element.h"
 #include "backends/cpu/kernels/quantize_f32.h"
 #include "core/cpu_isa.h"
 #include "core/kernel.h"
@@ -38,6 +41,12 @@ struct QuantParams {
     scale.resize(static_cast<size_t>(s.numel()));
     zero.assign(scale.size(), 0.0);
     const auto load = [&](const Tensor &t, std::vector<double> &out) {
+      if (is_narrow(t.dtype())) {  // a zero point of the narrow output's dtype
+        const auto *bits = static_cast<const uint8_t *>(t.raw_data());
+        for (size_t i = 0; i < out.size(); ++i)
+          out[i] = narrow::load(t.dtype(), bits[i]).as_double();
+        return;
+      }
       if (!bin::visit_dtype(t.dtype(), [&](auto tag) {
             using T = decltype(tag);
             for (size_t i = 0; i < out.size(); ++i) out[i] = double(bin::load(t.data<T>()[i]));
@@ -80,83 +89,92 @@ struct QuantParams {
   }
 };
 
-template <class Q>
-Q saturate(double v) {
-  if (v != v) return Q(0);
-  return Q(
-      std::clamp(v, double(std::numeric_limits<Q>::min()), double(std::numeric_limits<Q>::max())));
-}
-
 // round_half_even(x / scale) + zero point, saturated to Q, NaN to 0; per-tensor and per-axis runs
 // of float32 in cpu::quantize_f32.
 template <class T, class Q>
 void quantize_run(const T *x, Q *y, const double *scale, const double *zero, int64_t step,
-                  int64_t n, bool in_double) {
-  if (step == 0 && !in_double) {
-    const float s = float(*scale), z = float(*zero);
-    const float lo = float(std::numeric_limits<Q>::min()),
-                hi = float(std::numeric_limits<Q>::max());
-    vec::run_best([&]() LUMEN_VEC_INLINE { cpu::quantize_f32(x, y, n, s, z, lo, hi); });
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const double s = scale[i * step];
-    const double scaled = in_double ? double(x[i]) / s : double(float(x[i]) / float(s));
-    y[i] = saturate<Q>(std::nearbyint(scaled) + zero[i * step]);
-  }
+                  int64_t n, DType scale_dtype) {
+  if constexpr (std::is_same_v<T, float>)
+    if (step == 0 && scale_dtype != DType::Float64) {
+      const float s = float(*scale), z = float(*zero);
+      const float lo = float(std::numeric_limits<Q>::min()),
+                  hi = float(std::numeric_limits<Q>::max());
+      vec::run_best([&]() LUMEN_VEC_INLINE { cpu::quantize_f32(x, y, n, s, z, lo, hi); });
+      return;
+    }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = quant::saturate_round<Q>(
+        std::nearbyint(quant::scaled(x[i], scale[i * step], scale_dtype)) + zero[i * step]);
 }
 
 template <class T>
 void quantize_linear(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const DType q = y.dtype();
-  if (q != DType::UInt8 && q != DType::Int8 && q != DType::UInt16 && q != DType::Int16)
-    return run_reference_kernel(ctx);  // int4, int2, float8, float4
+  const DType q = y.dtype(), scale_dtype = ctx.input(1).dtype();
+  if (is_narrow(q) && q == DType::Float8E8M0)
+    ctx.fail("output dtype ", dtype_name(q), " is not supported");
   const QuantParams p(ctx, x.shape());
-  // x / scale in double when either is float64, as NumPy (ONNX's reference) computes it.
-  const bool in_double = std::is_same_v<T, double> || ctx.input(1).dtype() == DType::Float64;
   const T *px = x.data<T>();
+  if (is_narrow(q)) {
+    const bool saturate = ctx.attrs.get_int("saturate", 1) != 0;
+    auto *py = static_cast<uint8_t *>(y.raw_data());
+    p.for_each_run(ctx.pool, [&](int64_t at, int64_t param, int64_t step, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t k = param + i * step;
+        py[at + i] = quant::to_narrow(q, quant::scaled(px[at + i], p.scale[size_t(k)], scale_dtype),
+                                      p.zero[size_t(k)], saturate);
+      }
+    });
+    return;
+  }
   const auto go = [&](auto tag) {
     using Q = decltype(tag);
     Q *py = y.data<Q>();
     p.for_each_run(ctx.pool, [&](int64_t at, int64_t param, int64_t step, int64_t n) {
       quantize_run(px + at, py + at, p.scale.data() + param, p.zero.data() + param, step, n,
-                   in_double);
+                   scale_dtype);
     });
   };
-  switch (y.dtype()) {
+  switch (q) {
     case DType::UInt8:
       return go(uint8_t{});
     case DType::Int8:
       return go(int8_t{});
     case DType::UInt16:
       return go(uint16_t{});
-    default:
+    case DType::Int16:
       return go(int16_t{});
+    default:
+      ctx.fail("output dtype ", dtype_name(q), " is not supported");
   }
 }
 
-template <class Q, class O>
-void dequantize_run(const Q *x, O *y, const double *scale, const double *zero, int64_t step,
+// x's values as float: the standard integer types as they are, the narrow types decoded.
+template <class Q>
+struct QuantizedInput {
+  const Q *x;
+  float operator()(int64_t i) const { return static_cast<float>(x[i]); }
+};
+struct NarrowInput {
+  DType dtype;
+  const uint8_t *bits;
+  float operator()(int64_t i) const {
+    return static_cast<float>(narrow::load(dtype, bits[i]).as_double());
+  }
+};
+
+template <class Input, class O>
+void dequantize_run(const Input &x, O *y, const double *scale, const double *zero, int64_t step,
                     int64_t n) {
-  const auto one = [&](Q v, double s, double z) {
-    const float d = static_cast<float>(v) - static_cast<float>(z);
-    if constexpr (std::is_same_v<O, double>)
-      return double(d) * s;
-    else if constexpr (std::is_same_v<O, float>)
-      return d * float(s);
-    else  // float16, bfloat16: the float32 product, rounded once
-      return bin::convert<O>(double(d * float(s)));
-  };
   if (step == 0) {
     const double s = *scale, z = *zero;
     vec::run_best([&]() LUMEN_VEC_INLINE {
-      for (int64_t i = 0; i < n; ++i) y[i] = one(x[i], s, z);
+      for (int64_t i = 0; i < n; ++i) y[i] = quant::dequantized<O>(x(i), z, s);
     });
     return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = one(x[i], scale[i], zero[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = quant::dequantized<O>(x(i), zero[i], scale[i]);
 }
 
 template <class Q>
@@ -164,12 +182,17 @@ void dequantize_linear(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const QuantParams p(ctx, x.shape());
-  const Q *px = x.data<Q>();
   const auto go = [&](auto tag) {
     using O = decltype(tag);
     O *py = y.data<O>();
     p.for_each_run(ctx.pool, [&](int64_t at, int64_t param, int64_t step, int64_t n) {
-      dequantize_run(px + at, py + at, p.scale.data() + param, p.zero.data() + param, step, n);
+      const double *scale = p.scale.data() + param, *zero = p.zero.data() + param;
+      if constexpr (std::is_same_v<Q, uint8_t>)
+        if (is_narrow(x.dtype()))
+          return dequantize_run(
+              NarrowInput{x.dtype(), static_cast<const uint8_t *>(x.raw_data()) + at}, py + at,
+              scale, zero, step, n);
+      dequantize_run(QuantizedInput<Q>{x.data<Q>() + at}, py + at, scale, zero, step, n);
     });
   };
   switch (y.dtype()) {
@@ -188,11 +211,17 @@ void dequantize_linear(KernelContext &ctx) {
 
 LUMEN_REGISTER_KERNEL("cpu", "quantize_linear", quantize_linear<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "quantize_linear", quantize_linear<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "quantize_linear", quantize_linear<Float16>, DType::Float16);
+LUMEN_REGISTER_KERNEL("cpu", "quantize_linear", quantize_linear<BFloat16>, DType::BFloat16);
 LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<uint8_t>, DType::UInt8);
 LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<int8_t>, DType::Int8);
 LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<uint16_t>, DType::UInt16);
 LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<int16_t>, DType::Int16);
 LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<int32_t>, DType::Int32);
+// The narrow types, one byte per element (Tensor::raw_data), decoded by NarrowInput.
+LUMEN_REGISTER_KERNEL("cpu", "dequantize_linear", dequantize_linear<uint8_t>, DType::Float8E4M3FN,
+                      DType::Float8E4M3FNUZ, DType::Float8E5M2, DType::Float8E5M2FNUZ, DType::UInt4,
+                      DType::Int4, DType::Float4E2M1, DType::UInt2, DType::Int2);
 
 }  // namespace
 }  // namespace lumen

@@ -9,6 +9,7 @@
 #include "backends/common/binary_functors.h"
 #include "backends/common/matmul_plan.h"
 #include "backends/common/narrow_types.h"
+#include "backends/common/quantize_element.h"
 #include "backends/common/requantize.h"
 #include "core/kernel.h"
 #include "core/scalar.h"
@@ -18,10 +19,7 @@ namespace {
 
 // Element i of a narrow (float8, float4, int4, int2) tensor as double.
 double load_narrow(const Tensor &t, int64_t i) {
-  const uint8_t bits = static_cast<const uint8_t *>(t.raw_data())[i];
-  if (const auto *f = narrow::int_format(t.dtype())) return double(narrow::int_value(*f, bits));
-  if (const auto *f = narrow::float_format(t.dtype())) return narrow::float_to_double(*f, bits);
-  return narrow::e8m0_to_double(bits);
+  return narrow::load(t.dtype(), static_cast<const uint8_t *>(t.raw_data())[i]).as_double();
 }
 
 // Element i of any numeric tensor as double.
@@ -33,15 +31,7 @@ int64_t load_int(const Tensor &t, int64_t i) {
   return static_cast<int64_t>(load_double(t, i));
 }
 
-// Rounds half to even and saturates to the integer type Q.
-template <class Q>
-Q saturate_round(double v) {
-  if (std::isnan(v)) return Q(0);
-  const double r = std::nearbyint(v);
-  const double lo = double(std::numeric_limits<Q>::min());
-  const double hi = double(std::numeric_limits<Q>::max());
-  return Q(std::clamp(r, lo, hi));
-}
+using quant::saturate_round;
 
 // Maps element i of x to the element of its scale / zero point (per tensor, axis or block).
 struct ParamIndex {
@@ -74,22 +64,20 @@ void quantize_linear(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   const ParamIndex index(ctx, x.shape(), s.shape());
   const T *px = x.data<T>();
-  const bool same_dtype = s.dtype() == x.dtype();
+  // Element i's x / scale and zero point.
+  const auto element = [&](int64_t i, double &zero) {
+    const int64_t p = index(i);
+    zero = z ? load_double(*z, p) : 0.0;
+    return quant::scaled(px[i], load_double(s, p), s.dtype());
+  };
   bool done = false;
   auto run = [&](auto q) {
     using Q = decltype(q);
     Q *py = y.data<Q>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      const int64_t p = index(i);
-      // x / scale in the wider of the two precisions, as NumPy (ONNX's reference) computes it.
-      const auto q = bin::load(px[i]) / static_cast<bin::Compute<T>>(load_double(s, p));
-      const double scaled = same_dtype ? double(bin::load(bin::store<T>(q)))
-                            : s.dtype() == DType::Float64
-                                ? double(bin::load(px[i])) / load_double(s, p)
-                                : double(q);
-      double v = std::nearbyint(scaled);
-      if (z) v += load_double(*z, p);
-      py[i] = saturate_round<Q>(v);
+      double zero;
+      const double scaled = element(i, zero);
+      py[i] = saturate_round<Q>(std::nearbyint(scaled) + zero);
     }
     done = true;
   };
@@ -110,31 +98,12 @@ void quantize_linear(KernelContext &ctx) {
       break;
   }
   if (!done && is_narrow(y.dtype()) && y.dtype() != DType::Float8E8M0) {
-    // int4/int2: rounded and saturated like the 8-bit types. float8: x / scale cast to the type
-    // (the zero point is ignored: ONNX requires it to be 0), saturating unless saturate=0.
-    // float4e2m1: x / scale + zero point, cast (saturating).
     const bool saturate = ctx.attrs.get_int("saturate", 1) != 0;
     uint8_t *py = static_cast<uint8_t *>(y.raw_data());
-    const auto *ifmt = narrow::int_format(y.dtype());
-    const auto *ffmt = narrow::float_format(y.dtype());
     for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      const int64_t p = index(i);
-      const auto q = bin::load(px[i]) / static_cast<bin::Compute<T>>(load_double(s, p));
-      const double scaled = same_dtype ? double(bin::load(bin::store<T>(q)))
-                            : s.dtype() == DType::Float64
-                                ? double(bin::load(px[i])) / load_double(s, p)
-                                : double(q);
-      if (ifmt) {
-        double v = std::nearbyint(scaled);
-        if (z) v += load_double(*z, p);
-        py[i] = narrow::int_saturate(*ifmt, v);
-      } else if (y.dtype() == DType::Float4E2M1) {
-        const float v =
-            static_cast<float>(scaled) + (z ? static_cast<float>(load_double(*z, p)) : 0.f);
-        py[i] = narrow::double_to_float(*ffmt, v, true);
-      } else {
-        py[i] = narrow::double_to_float(*ffmt, scaled, saturate);
-      }
+      double zero;
+      const double scaled = element(i, zero);
+      py[i] = quant::to_narrow(y.dtype(), scaled, zero, saturate);
     }
     done = true;
   }
@@ -154,11 +123,8 @@ void dequantize_narrow(KernelContext &ctx) {
       O *py = y.data<O>();
       for (int64_t i = 0, n = x.numel(); i < n; ++i) {
         const int64_t p = index(i);
-        float d = static_cast<float>(load_narrow(x, i));
-        if (z) d -= static_cast<float>(load_double(*z, p));
-        const double v = std::is_same_v<O, double> ? double(d) * load_double(s, p)
-                                                   : double(d * float(load_double(s, p)));
-        py[i] = bin::convert<O>(v);
+        py[i] = quant::dequantized<O>(static_cast<float>(load_narrow(x, i)),
+                                      z ? load_double(*z, p) : 0.0, load_double(s, p));
       }
       done = true;
     }
@@ -180,12 +146,8 @@ void dequantize_linear(KernelContext &ctx) {
       O *py = y.data<O>();
       for (int64_t i = 0, n = x.numel(); i < n; ++i) {
         const int64_t p = index(i);
-        // In float32 as ONNX's reference does ((x - zp) in float32, times the scale).
-        float d = static_cast<float>(px[i]);
-        if (z) d -= static_cast<float>(load_double(*z, p));
-        const double v = std::is_same_v<O, double> ? double(d) * load_double(s, p)
-                                                   : double(d * float(load_double(s, p)));
-        py[i] = bin::convert<O>(v);
+        py[i] = quant::dequantized<O>(static_cast<float>(px[i]), z ? load_double(*z, p) : 0.0,
+                                      load_double(s, p));
       }
       done = true;
     }
