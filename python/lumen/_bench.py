@@ -18,6 +18,7 @@ form); ``lumen bench`` and ``bench/suite.py`` are thin layers over it. How the f
 * GFLOP counts 2 x the multiply-accumulates of Conv, ConvTranspose, MatMul and Gemm only.
 """
 
+import collections
 import dataclasses
 import json
 import math
@@ -134,6 +135,8 @@ class BenchResult:
     openvino_session_lumen: Latency = None
     tolerance: dict = field(default_factory=lambda: {"rtol": RTOL, "atol": ATOL})
     arena: dict = None  # Lumen's planned intermediates (MiB): planned, naive, lower_bound
+    # Lumen's compiled steps per backend ("executor" for control flow run by the executor).
+    steps_per_backend: dict = field(default_factory=dict)
     profile: Profile = None
     machine: dict = field(default_factory=dict)
 
@@ -596,6 +599,7 @@ def benchmark(path, threads=None, backend="", opt_level=2, runs=None, warmup=3, 
                            first_s * 1e3),
         machine=_machine())
     result.arena = _arena(lumen_engine.exe.memory)
+    result.steps_per_backend = dict(collections.Counter(s.backend for s in lumen_engine.exe.steps))
     if proto is not None:
         try:
             gflop, uncounted = count_gflop(proto, {k: list(v.shape) for k, v in feeds.items()})
@@ -918,6 +922,9 @@ def format_result(r):
         a = r.arena
         lines.append(f"lumen arena (intermediates): planned {a['planned_mib']:.2f} MiB, naive "
                      f"{a['naive_mib']:.2f}, lower bound {a['lower_bound_mib']:.2f}")
+    if r.steps_per_backend:
+        lines.append("lumen steps by backend: " + ", ".join(
+            f"{name} {count}" for name, count in sorted(r.steps_per_backend.items())))
     for peer, _, _, (checks, agree) in peers:
         tol = r.tolerance
         verdict = "agree" if agree else "DISAGREE"

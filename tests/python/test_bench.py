@@ -283,21 +283,26 @@ def test_suite_quick_run(tmp_path, capsys):
     assert "gemm256" in out and "geometric mean of ratios" in out
     [row] = json.loads(report.read_text())["threads"]["1"]["rows"]
     assert row["outputs_agree"] and row["gflop"] == pytest.approx(2 * 256**3 / 1e9)
+    assert row["reference_steps"] == 0 and row["result"]["steps_per_backend"] == {"cpu": 1}
 
 
 def test_suite_acceptance_reads_every_target():
-    def row(model, ratio, agree=True):
+    def row(model, ratio, agree=True, reference_steps=0):
         return {"model": model, "error": None, "ratio": ratio, "outputs_agree": agree,
-                "lumen_gflops": None}
+                "lumen_gflops": None, "reference_steps": reference_steps}
+    no_reference = "no step on the reference backend (a test oracle, never placed automatically)"
     _, good = suite.summarize([row("a", 0.8), row("b", 1.25)], 2, None)
     targets = dict(suite.acceptance(good))
     assert targets["outputs agree with onnxruntime on every model"] is True
+    assert targets[no_reference] is True
     assert targets["geometric-mean ratio <= 1.0"] is True
     assert targets["no model above 1.3 (slowest: b at 1.25)"] is True
     assert targets["gemm4096 >= 85% of peak"] is None  # not in these rows
-    _, bad = suite.summarize([row("a", 0.7), row("b", 1.35, agree=False)], 2, None)
+    _, bad = suite.summarize([row("a", 0.7, reference_steps=2), row("b", 1.35, agree=False)], 2,
+                             None)
     targets = dict(suite.acceptance(bad))
     assert targets["outputs agree with onnxruntime on every model"] is False
+    assert targets[no_reference] is False
     assert targets["geometric-mean ratio <= 1.0"] is True
     assert targets["no model above 1.3 (slowest: b at 1.35)"] is False
 
