@@ -286,7 +286,7 @@ bool float32_placed_better(const Node &node, bool strictly) {
   if (!first || !is_half_precision(first->dtype()) || find_builtin_step(node.op())) return false;
   const auto best = [&](DType dtype) -> const Backend * {
     for (const Backend *backend : backends())
-      if (backend->supports(node.op(), dtype)) return backend;
+      if (backend->placed_automatically() && backend->supports(node.op(), dtype)) return backend;
     return nullptr;
   };
   const Backend *half = best(first->dtype()), *full = best(DType::Float32);

@@ -20,6 +20,9 @@ class Backend {
   virtual Device device() const = 0;
   // Preference when several backends support a node and nothing better is known (higher wins).
   virtual int priority() const = 0;
+  // Whether automatic placement may put a node here. The reference backend's plain kernels are a
+  // test oracle: only a caller naming it (backend="reference") runs them.
+  virtual bool placed_automatically() const { return true; }
   virtual Allocator &allocator() = 0;
   virtual std::unique_ptr<Stream> new_stream() = 0;
   // Copies src into dst (same dtype and shape); either may live on the host or on this device.

@@ -17,10 +17,18 @@ Backend &select_backend(std::string_view op, DType dtype, std::string_view backe
            dtype_name(dtype), " inputs");
     return backend;
   }
-  for (Backend *backend : backends())
-    if (backend->supports(op, dtype)) return *backend;
+  std::string oracles;  // backends with a kernel that are never placed automatically
+  for (Backend *backend : backends()) {
+    if (!backend->supports(op, dtype)) continue;
+    if (backend->placed_automatically()) return *backend;
+    oracles += str(oracles.empty() ? "" : ", ", "'", backend->name(), "'");
+  }
   fail("op '", op, "' (node '", node, "'): no backend has a kernel for ", dtype_name(dtype),
-       " inputs");
+       " inputs",
+       oracles.empty()
+           ? std::string()
+           : str(" (", oracles, " has one, a test oracle run only when named: backend=", oracles,
+                 ")"));
 }
 
 void check_inputs(const OpSchema &schema, InferContext ctx) {

@@ -111,7 +111,8 @@ TEST(FusedConvMaxPoolOp, Float64OnTheReferenceBackend) {
   const Case c = cases()[1];
   const Tensor x = random_tensor(c.x, 4, -1, 1, DType::Float64);
   const Tensor w = random_tensor(c.w, 5, -1, 1, DType::Float64);
-  const auto got = call_op("fused_conv_max_pool", {x, w}, fused_attributes(c, "relu", 0));
+  const auto got =
+      call_op("fused_conv_max_pool", {x, w}, fused_attributes(c, "relu", 0), "reference");
   EXPECT_TRUE(all_close(got.at(0), unfused(c, {x, w}, "relu"), 1e-10, 1e-10));
 }
 

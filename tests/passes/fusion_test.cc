@@ -178,7 +178,7 @@ TEST(FoldConvBatchNormPass, FoldsGroupedConvFloat64) {
   run_pass(*make_fold_conv_batch_norm(), after);
   EXPECT_EQ(op_counts(after), (std::map<std::string, int>{{"conv2d", 1}, {"relu", 1}}));
   const Tensor input = random_tensor({1, 4, 6, 6}, 6, -1, 1, DType::Float64);
-  EXPECT_TRUE(same_outputs(g, after, {input}, 1e-10, 1e-10));
+  EXPECT_TRUE(same_outputs(g, after, {input}, 1e-10, 1e-10, "reference"));  // float64 conv
 }
 
 // Exporters write a frozen batch norm as mul + add by per-channel constants: conv -> mul folds into

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/common/einsum_labels.h"
+#include "backends/common/einsum_loops.h"
 #include "backends/cpu/gemm/sgemm.h"
 #include "backends/cpu/kernels/permute.h"
 #include "core/kernel.h"
@@ -189,6 +190,10 @@ void einsum(KernelContext &ctx) {
 }
 
 LUMEN_REGISTER_KERNEL("cpu", "einsum", einsum, DType::Float32);
+// Other dtypes (shape and index arithmetic in int64, float64 models) by the plain loops.
+LUMEN_REGISTER_KERNEL("cpu", "einsum", einsum_loops::einsum_typed<double>, DType::Float64);
+LUMEN_REGISTER_KERNEL("cpu", "einsum", einsum_loops::einsum_typed<int32_t>, DType::Int32);
+LUMEN_REGISTER_KERNEL("cpu", "einsum", einsum_loops::einsum_typed<int64_t>, DType::Int64);
 
 }  // namespace
 }  // namespace lumen

@@ -3,6 +3,7 @@
 #include "backends/common/broadcast.h"
 #include "backends/common/modulo.h"
 #include "core/kernel.h"
+#include "core/scalar.h"
 
 namespace lumen {
 namespace {
@@ -33,22 +34,17 @@ void mod(KernelContext &ctx) {
   if (a.dtype() != b.dtype() || !runs.init(a.shape(), b.shape(), ctx.output(0).shape()))
     ctx.fail("inputs ", dtype_name(a.dtype()), " ", a.shape().to_string(), " and ",
              dtype_name(b.dtype()), " ", b.shape().to_string(), " are not supported");
-  switch (a.dtype()) {
-    case DType::Float32:
-      return mod_typed<float>(ctx, runs);
-    case DType::Float64:
-      return mod_typed<double>(ctx, runs);
-    case DType::Int32:
-      return mod_typed<int32_t>(ctx, runs);
-    case DType::Int64:
-      return mod_typed<int64_t>(ctx, runs);
-    default:
-      ctx.fail("no cpu kernel for ", dtype_name(a.dtype()));
-  }
+  const bool done = scalar::visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) mod_typed<T>(ctx, runs);
+  });
+  if (!done || a.dtype() == DType::Bool || a.dtype() == DType::Float16 ||
+      a.dtype() == DType::BFloat16)
+    ctx.fail("no cpu kernel for ", dtype_name(a.dtype()));
 }
 
 template <class T>
-T scalar(const Tensor &t) {
+T first_value(const Tensor &t) {
   return t.data<T>()[0];
 }
 
@@ -58,7 +54,7 @@ template <class T>
 void range(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   T *py = y.data<T>();
-  const T start = scalar<T>(ctx.input(0)), delta = scalar<T>(ctx.input(2));
+  const T start = first_value<T>(ctx.input(0)), delta = first_value<T>(ctx.input(2));
   if constexpr (std::is_integral_v<T>) {
     for (int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = T(start + T(i) * delta);
   } else {
@@ -67,8 +63,9 @@ void range(KernelContext &ctx) {
   }
 }
 
-LUMEN_REGISTER_KERNEL("cpu", "mod", mod, DType::Float32, DType::Float64, DType::Int32,
-                      DType::Int64);
+LUMEN_REGISTER_KERNEL("cpu", "mod", mod, DType::Float32, DType::Float64, DType::Int8, DType::Int16,
+                      DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, DType::UInt32,
+                      DType::UInt64);
 LUMEN_REGISTER_KERNEL("cpu", "range", range<float>, DType::Float32);
 LUMEN_REGISTER_KERNEL("cpu", "range", range<double>, DType::Float64);
 LUMEN_REGISTER_KERNEL("cpu", "range", range<int32_t>, DType::Int32);

@@ -1,24 +1,28 @@
-// CPU reductions for the dtypes the float32 kernels (reduce.cc) leave out: sum, prod, min and max
-// over int32/int64 (shape arithmetic: the product of dims, the smallest box count) and float64,
-// prod over float32, mean over float64. Any set of axes: each output element walks the input
-// offsets of the reduced dims, precomputed once, in input order (so float64 sums equal the
-// reference's); outputs are shared out over the pool.
+// CPU reductions for the dtypes the float32 kernels (reduce.cc) leave out: every reduction over
+// float64 and the 8/16/32/64-bit integers (shape arithmetic: the product of dims, the smallest
+// box count), min and max over bool, prod over float32. Any set of axes: each output element
+// walks the input offsets of the reduced dims, precomputed once, in input order; the arithmetic
+// is the reference's (integers in int64, saturated on store; mean, L2 and the logs in double), so
+// the results are equal.
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "backends/common/binary_functors.h"
 #include "core/kernel.h"
+#include "core/scalar.h"
 #include "graph/ops/reduce.h"
 
 namespace lumen {
 namespace {
 
-enum class Kind { Sum, Prod, Min, Max, Mean };
+enum class Kind { Sum, Prod, Min, Max, Mean, L1, L2, LogSum, LogSumExp, SumSquare };
 
 template <class T, Kind K>
 void reduce_typed(KernelContext &ctx) {
-  // Integers accumulate in int64 (wrapping like the reference's), floats in double.
-  using A = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+  constexpr bool kReal = std::is_floating_point_v<T> || K == Kind::Mean || K == Kind::L2 ||
+                         K == Kind::LogSum || K == Kind::LogSumExp;
+  using A = std::conditional_t<kReal, double, int64_t>;
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const Shape &shape = x.shape();
@@ -66,47 +70,67 @@ void reduce_typed(KernelContext &ctx) {
       if constexpr (K == Kind::Min)
         acc = std::is_integral_v<T> ? A(std::numeric_limits<T>::max())
                                     : std::numeric_limits<A>::infinity();
-      if constexpr (K == Kind::Max)
+      if constexpr (K == Kind::Max || K == Kind::LogSumExp)
         acc = std::is_integral_v<T> ? A(std::numeric_limits<T>::lowest())
                                     : -std::numeric_limits<A>::infinity();
       for (int64_t off : reduced) {
         const A v = A(px[base + off]);
-        if constexpr (K == Kind::Sum || K == Kind::Mean) acc += v;
+        if constexpr (K == Kind::Sum || K == Kind::Mean || K == Kind::LogSum) acc += v;
         if constexpr (K == Kind::Prod) acc *= v;
         if constexpr (K == Kind::Min)
           if (v < acc || v != v) acc = v;
-        if constexpr (K == Kind::Max)
+        if constexpr (K == Kind::Max || K == Kind::LogSumExp)
           if (v > acc || v != v) acc = v;
+        if constexpr (K == Kind::L1) acc += v < 0 ? -v : v;
+        if constexpr (K == Kind::L2 || K == Kind::SumSquare) acc += v * v;
+      }
+      if constexpr (K == Kind::LogSumExp) {  // acc holds the maximum: the sum of exp(v - max)
+        const A m = acc;
+        A sum = 0;
+        if (std::isfinite(m))
+          for (int64_t off : reduced) sum += std::exp(A(px[base + off]) - m);
+        acc = std::isfinite(m) ? m + std::log(sum) : m;
       }
       if constexpr (K == Kind::Mean)
         acc = count ? acc / double(count) : std::numeric_limits<double>::quiet_NaN();
-      py[o] = T(acc);
+      if constexpr (K == Kind::L2) acc = std::sqrt(acc);
+      if constexpr (K == Kind::LogSum) acc = std::log(acc);
+      py[o] = bin::convert<T>(acc);  // integers saturate (the log of a sum of 0 is -inf)
     }
   });
 }
 
 template <Kind K>
 void reduce(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return reduce_typed<float, K>(ctx);
-    case DType::Float64:
-      return reduce_typed<double, K>(ctx);
-    case DType::Int32:
-      return reduce_typed<int32_t, K>(ctx);
-    case DType::Int64:
-      return reduce_typed<int64_t, K>(ctx);
-    default:
-      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
+  const DType dtype = ctx.input(0).dtype();
+  const bool done = scalar::visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      if constexpr (K == Kind::Min || K == Kind::Max) reduce_typed<T, K>(ctx);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      reduce_typed<T, K>(ctx);
+    }
+  });
+  if (!done || dtype == DType::Float16 || dtype == DType::BFloat16 ||
+      (dtype == DType::Bool && K != Kind::Min && K != Kind::Max))
+    ctx.fail("no cpu kernel for ", dtype_name(dtype));
 }
 
-#define LUMEN_INT_AND_F64 DType::Float64, DType::Int32, DType::Int64
-LUMEN_REGISTER_KERNEL("cpu", "reduce_sum", reduce<Kind::Sum>, LUMEN_INT_AND_F64);
-LUMEN_REGISTER_KERNEL("cpu", "reduce_prod", reduce<Kind::Prod>, DType::Float32, LUMEN_INT_AND_F64);
-LUMEN_REGISTER_KERNEL("cpu", "reduce_min", reduce<Kind::Min>, LUMEN_INT_AND_F64);
-LUMEN_REGISTER_KERNEL("cpu", "reduce_max", reduce<Kind::Max>, LUMEN_INT_AND_F64);
-LUMEN_REGISTER_KERNEL("cpu", "reduce_mean", reduce<Kind::Mean>, DType::Float64);
+// float64 and the integers; the float32 kernels are in reduce.cc (prod's float32 one is here).
+#define LUMEN_CPU_REDUCE(name, kind, ...)                                                      \
+  LUMEN_REGISTER_KERNEL("cpu", name, reduce<kind>, __VA_ARGS__ DType::Float64, DType::Int8,    \
+                        DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16, \
+                        DType::UInt32, DType::UInt64)
+LUMEN_CPU_REDUCE("reduce_sum", Kind::Sum);
+LUMEN_CPU_REDUCE("reduce_prod", Kind::Prod, DType::Float32, );
+LUMEN_CPU_REDUCE("reduce_min", Kind::Min, DType::Bool, );
+LUMEN_CPU_REDUCE("reduce_max", Kind::Max, DType::Bool, );
+LUMEN_CPU_REDUCE("reduce_mean", Kind::Mean);
+LUMEN_CPU_REDUCE("reduce_l1", Kind::L1);
+LUMEN_CPU_REDUCE("reduce_l2", Kind::L2);
+LUMEN_CPU_REDUCE("reduce_log_sum", Kind::LogSum);
+LUMEN_CPU_REDUCE("reduce_log_sum_exp", Kind::LogSumExp);
+LUMEN_CPU_REDUCE("reduce_sum_square", Kind::SumSquare);
 
 }  // namespace
 }  // namespace lumen

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/kernel.h"
+#include "core/scalar.h"
 
 namespace lumen {
 namespace {
@@ -68,22 +69,19 @@ void top_k_typed(KernelContext &ctx) {
 }
 
 void top_k(KernelContext &ctx) {
-  switch (ctx.input(0).dtype()) {
-    case DType::Float32:
-      return top_k_typed<float>(ctx);
-    case DType::Float64:
-      return top_k_typed<double>(ctx);
-    case DType::Int32:
-      return top_k_typed<int32_t>(ctx);
-    case DType::Int64:
-      return top_k_typed<int64_t>(ctx);
-    default:
-      ctx.fail("no cpu kernel for ", dtype_name(ctx.input(0).dtype()));
-  }
+  const DType dtype = ctx.input(0).dtype();
+  const bool done = dtype != DType::Bool && scalar::visit_dtype(dtype, [&](auto tag) {
+                      using T = decltype(tag);
+                      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+                        top_k_typed<T>(ctx);
+                    });
+  if (!done || dtype == DType::Float16 || dtype == DType::BFloat16)
+    ctx.fail("no cpu kernel for ", dtype_name(dtype));
 }
 
-LUMEN_REGISTER_KERNEL("cpu", "top_k", top_k, DType::Float32, DType::Float64, DType::Int32,
-                      DType::Int64);
+LUMEN_REGISTER_KERNEL("cpu", "top_k", top_k, DType::Float32, DType::Float64, DType::Int8,
+                      DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16,
+                      DType::UInt32, DType::UInt64);
 
 }  // namespace
 }  // namespace lumen

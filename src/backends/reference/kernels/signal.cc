@@ -9,6 +9,7 @@
 
 #include "backends/common/binary_functors.h"
 #include "backends/common/f64_io.h"
+#include "backends/common/spectral_window_kernels.h"
 #include "core/kernel.h"
 
 namespace lumen {
@@ -16,11 +17,7 @@ namespace {
 
 using cd = std::complex<double>;
 
-int64_t scalar(const KernelContext &ctx, size_t i) {
-  const std::vector<double> v = to_f64(ctx, ctx.input(i));
-  if (v.size() != 1) ctx.fail("input ", i, " must hold one value, got ", v.size());
-  return static_cast<int64_t>(v[0]);
-}
+using spectral_window_kernels::one_value;
 
 // e^(sign * 2 pi i * j * k / n), with j * k reduced mod n for accuracy.
 cd twiddle(int64_t j, int64_t k, int64_t n, double sign) {
@@ -35,12 +32,13 @@ void dft(KernelContext &ctx) {
   const size_t rank = xs.rank();
   const bool inverse = ctx.attrs.get_int("inverse", 0) != 0;
   const bool onesided = ctx.attrs.get_int("onesided", 0) != 0;
-  int64_t axis = ctx.has_input(2) ? scalar(ctx, 2) : ctx.attrs.get_int("axis", -2);
+  int64_t axis = ctx.has_input(2) ? one_value(ctx, 2) : ctx.attrs.get_int("axis", -2);
   if (axis < 0) axis += static_cast<int64_t>(rank);
   const size_t ax = static_cast<size_t>(axis);
   const Shape &ys = ctx.output(0).shape();
   const int64_t len = xs[ax], m = ys[ax], c = xs[rank - 1], oc = ys[rank - 1];
-  const int64_t n = ctx.has_input(1) ? scalar(ctx, 1) : (inverse && onesided ? 2 * (len - 1) : len);
+  const int64_t n =
+      ctx.has_input(1) ? one_value(ctx, 1) : (inverse && onesided ? 2 * (len - 1) : len);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < ax; ++d) outer *= xs[d];
   for (size_t d = ax + 1; d + 1 < rank; ++d) inner *= xs[d];
@@ -74,9 +72,9 @@ void dft(KernelContext &ctx) {
 void stft(KernelContext &ctx) {
   const Shape &xs = ctx.input(0).shape(), &ys = ctx.output(0).shape();
   const int64_t nb = xs[0], len = xs[1], c = xs[2], frames = ys[1], bins = ys[2];
-  const int64_t step = scalar(ctx, 1);
+  const int64_t step = one_value(ctx, 1);
   int64_t w =
-      ctx.has_input(2) ? ctx.input(2).shape()[0] : (ctx.has_input(3) ? scalar(ctx, 3) : len);
+      ctx.has_input(2) ? ctx.input(2).shape()[0] : (ctx.has_input(3) ? one_value(ctx, 3) : len);
   std::vector<double> win(static_cast<size_t>(w), 1.0);
   if (ctx.has_input(2)) win = to_f64(ctx, ctx.input(2));
   const std::vector<double> x = to_f64(ctx, ctx.input(0));
@@ -99,57 +97,8 @@ void stft(KernelContext &ctx) {
   from_f64(ctx, ctx.output(0), y);
 }
 
-template <int Kind>  // 0 hann, 1 hamming, 2 blackman
-void window(KernelContext &ctx) {
-  const int64_t size = ctx.output(0).shape()[0];
-  const bool periodic = ctx.attrs.get_int("periodic", 1) != 0;
-  const double n1 = double(periodic ? size : size - 1), pi = std::numbers::pi;
-  std::vector<double> y(static_cast<size_t>(size));
-  for (int64_t i = 0; i < size; ++i) {
-    const double a = 2.0 * pi * double(i) / n1;
-    if constexpr (Kind == 0) {
-      const double s = std::sin(pi * double(i) / n1);
-      y[static_cast<size_t>(i)] = s * s;
-    } else if constexpr (Kind == 1) {
-      y[static_cast<size_t>(i)] = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(a);
-    } else {
-      y[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2.0 * a);
-    }
-  }
-  from_f64(ctx, ctx.output(0), y);
-}
-
-void mel_weight_matrix(KernelContext &ctx) {
-  const int64_t bins = scalar(ctx, 0), n = scalar(ctx, 1), rate = scalar(ctx, 2);
-  const double lo = to_f64(ctx, ctx.input(3))[0], hi = to_f64(ctx, ctx.input(4))[0];
-  const int64_t spec = n / 2 + 1;
-  const double lo_mel = 2595.0 * std::log1p(lo / 700.0) / std::log(10.0);
-  const double hi_mel = 2595.0 * std::log1p(hi / 700.0) / std::log(10.0);
-  const double step = (hi_mel - lo_mel) / double(bins + 2);
-  std::vector<int64_t> f(static_cast<size_t>(bins + 2));
-  for (int64_t i = 0; i < bins + 2; ++i) {
-    const double hz = 700.0 * std::expm1((double(i) * step + lo_mel) / 2595.0 * std::log(10.0));
-    f[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(double(n + 1) * hz / double(rate)));
-  }
-  std::vector<double> y(static_cast<size_t>(spec * bins), 0.0);
-  auto set = [&](int64_t j, int64_t i, double v) {
-    if (j < 0 || j >= spec)
-      ctx.fail("mel bin ", i, " reaches spectrogram bin ", j, ", outside [0, ", spec,
-               "): check the edge frequencies against sample_rate");
-    y[static_cast<size_t>(j * bins + i)] = v;
-  };
-  for (int64_t i = 0; i < bins; ++i) {
-    const int64_t left = f[i], center = f[i + 1], right = f[i + 2];
-    if (center == left)
-      set(center, i, 1.0);
-    else
-      for (int64_t j = left; j <= center; ++j) set(j, i, double(j - left) / double(center - left));
-    if (right > center)
-      for (int64_t j = center; j < right; ++j)
-        set(j, i, double(right - j) / double(right - center));
-  }
-  from_f64(ctx, ctx.output(0), y);
-}
+using spectral_window_kernels::mel_weight_matrix;
+using spectral_window_kernels::window;
 
 }  // namespace
 
