@@ -1,11 +1,19 @@
 // ModelProto -> Graph. Checks the model's structure (opsets, names, types, sizes) and reports every
 // unsupported op in one error before converting anything.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sstream>
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "lumen/container.h"
 #include "lumen/onnx.h"
@@ -182,13 +190,21 @@ class GraphImporter final : public SubgraphImporter {
   }
   bool defines(const std::string &name) const { return scope_.count(name) != 0; }
 
-  void add_initializers(const onnx::GraphProto &g) {
-    for (const auto &init : g.initializer()) {
+  // `release` (the model's own graph, which nothing reads again): each initializer's proto is
+  // emptied once it is a tensor, so a model's weights are never held three times over (file
+  // bytes, protobuf, tensors; 3x a 350 MB BERT at the peak).
+  void add_initializers(const onnx::GraphProto &g, onnx::GraphProto *release = nullptr) {
+    for (int i = 0; i < g.initializer_size(); ++i) {
+      const onnx::TensorProto &init = g.initializer(i);
       const std::string what = "initializer '" + init.name() + "'";
       if (init.name().empty()) fail("ONNX model has an initializer without a name");
-      define(init.name(),
-             graph_.add_constant(init.name(), tensor_from_proto(init, base_dir_, what)),
-             "initializer");
+      const std::string name = init.name();
+      Tensor value = tensor_from_proto(init, base_dir_, what);
+      if (release) {  // frees the data, keeps the name
+        onnx::TensorProto().Swap(release->mutable_initializer(i));
+        release->mutable_initializer(i)->set_name(name);
+      }
+      define(name, graph_.add_constant(name, std::move(value)), "initializer");
     }
   }
 
@@ -291,7 +307,8 @@ class GraphImporter final : public SubgraphImporter {
   std::string current_node_;
 };
 
-Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
+// Converts `model`, emptying its initializers as they become tensors.
+Graph import_model(onnx::ModelProto &model, const fs::path &base_dir) {
   if (!model.has_graph()) fail("ONNX model has no graph");
   if (model.ir_version() < 3)
     fail("ONNX model IR version ", model.ir_version(), " is not supported (need >= 3)");
@@ -322,7 +339,7 @@ Graph import_model(const onnx::ModelProto &model, const fs::path &base_dir) {
 
   Graph graph;
   GraphImporter importer(opsets, base_dir, graph, "");
-  importer.add_initializers(g);
+  importer.add_initializers(g, model.mutable_graph());
   for (const auto &in : g.input()) {
     if (importer.defines(in.name())) continue;  // IR < 4 lists initializers as inputs too
     const SubgraphInputType type = type_from_proto(in.type(), "graph input '" + in.name() + "'");
@@ -347,20 +364,45 @@ onnx::ModelProto parse_model(const std::string &bytes, const std::string &what) 
   return model;
 }
 
+// The model in the file at `path`, parsed as it is read (no copy of the file's bytes).
+onnx::ModelProto parse_model_file(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("cannot open ONNX model '", path, "'");
+  struct stat st {};
+  const bool empty = ::fstat(fd, &st) == 0 && st.st_size == 0;
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    stream.SetCloseOnDelete(true);
+    parsed = !empty && model.ParseFromZeroCopyStream(&stream) && stream.GetErrno() == 0;
+  }
+  if (empty) fail("'", path, "' is empty, not an ONNX model");
+  if (!parsed)
+    fail("'", path, "' is not a valid ONNX model (protobuf parsing failed: truncated or corrupt?)");
+  return model;
+}
+
+// Hands the heap freed by parsing back to the system: the protobuf's many weight-sized strings
+// are below glibc's mmap threshold, so their memory would stay in the process after import.
+Graph returning_freed_memory(Graph graph) {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  return graph;
+}
+
 }  // namespace
 
 Graph load_onnx(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open ONNX model '", path, "'");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const onnx::ModelProto model = parse_model(buffer.str(), "'" + path + "'");
   fs::path dir = fs::path(path).parent_path();
-  return import_model(model, dir.empty() ? fs::path(".") : dir);
+  onnx::ModelProto model = parse_model_file(path);
+  return returning_freed_memory(import_model(model, dir.empty() ? fs::path(".") : dir));
 }
 
 Graph load_onnx_from_bytes(const std::string &bytes, const std::string &base_dir) {
-  return import_model(parse_model(bytes, "the given bytes"), base_dir);
+  onnx::ModelProto model = parse_model(bytes, "the given bytes");
+  return returning_freed_memory(import_model(model, base_dir));
 }
 
 }  // namespace lumen

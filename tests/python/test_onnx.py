@@ -322,6 +322,33 @@ def test_malformed_model_raises_lumen_error(name):
     assert str(err.value), "error messages are never empty"
 
 
+@pytest.mark.parametrize("name", [n for n in sorted(MALFORMED) if isinstance(MALFORMED[n], bytes)])
+def test_malformed_model_file_raises_lumen_error(name, tmp_path):
+    """The same through a path (parsed as the file is read): empty, truncated and garbage files."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(MALFORMED[name])
+    with pytest.raises(lumen.Error, match="ONNX model"):
+        lumen.load_onnx(str(path))
+
+
+def test_model_file_loads_and_keeps_no_copy_of_its_weights(tmp_path):
+    """A model read from a file matches the same bytes loaded from memory, and a missing file is
+    named. Its initializers' protobuf copies are freed as they become tensors (not observable
+    here; the closing note of the import change measures the peak memory)."""
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), "w")
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [f32("x", [2, 3])],
+                       [f32("y", None)], [w])
+    path = tmp_path / "mm.onnx"
+    path.write_bytes(model.SerializeToString())
+    x = np.ones((2, 3), np.float32)
+    got = lumen.load_onnx(str(path)).compile().run({"x": x})[0]
+    want = lumen.load_onnx(model.SerializeToString()).compile().run({"x": x})[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, x @ np.arange(12, dtype=np.float32).reshape(3, 4))
+    with pytest.raises(lumen.Error, match="cannot open ONNX model"):
+        lumen.load_onnx(str(tmp_path / "missing.onnx"))
+
+
 def test_large_constant_of_shape_is_not_made_at_load():
     """A ConstantOfShape asking for 4 GiB from a 100-byte model loads at once: the fill is made
     when the node runs, not at load time (where any model could demand any size)."""
