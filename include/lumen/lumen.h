@@ -76,6 +76,9 @@ struct StepInfo {
   // The algorithm the kernel chose for this step at compile time, and why; empty where the
   // kernel has one algorithm (or decides per call).
   std::string algorithm;
+  // Why the step runs on its backend, in one line ("cpu: the only device placed automatically
+  // with a float32 kernel"); see src/compile/place.h.
+  std::string placement;
   // As shape inference left them at compile time (dims may be kUnknownDim; an absent optional
   // input has rank 0), so a profile can say which conv or matmul a slow step is.
   std::vector<Shape> input_shapes, output_shapes;

@@ -61,7 +61,7 @@ def build_report(compiled):
     # Step names are graph node names; the graph gives a fused node's inputs.
     nodes = {n.name: n for n in compiled.graph.nodes()}
     steps = [{"node": s.node, "op": s.op, "backend": s.backend, "dtype": s.dtype,
-              "attributes": s.attributes, "algorithm": s.algorithm}
+              "attributes": s.attributes, "algorithm": s.algorithm, "placement": s.placement}
              for s in compiled.executable.steps]
     fused = []
     for step in steps:
@@ -165,3 +165,11 @@ def format_summary(report):
             for k, s in enumerate(report["steps"])]
     out += _table(["#", "node", "op", "backend", "dtype", "algorithm"], rows, right_from=6)
     return "\n".join(out) + "\n"
+
+
+def format_routing(report):
+    """Each step's backend and the one-line reason the place stage gave for it."""
+    rows = [[str(k), s["node"], s["op"], s["backend"], s["dtype"], s["placement"]]
+            for k, s in enumerate(report["steps"])]
+    return "\n".join(_table(["#", "node", "op", "backend", "dtype", "reason"], rows,
+                            right_from=6)) + "\n"

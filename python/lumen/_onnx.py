@@ -148,6 +148,14 @@ class CompiledModel:
 
         return build_report(self)
 
+    def routing(self):
+        """Where each step runs and why: a list of dicts (node, op, backend, dtype, algorithm,
+        reason), in execution order. ``reason`` is one line from the place stage of compiling
+        ("cpu: the only device placed automatically with a float32 kernel")."""
+        return [{"node": s.node, "op": s.op, "backend": s.backend, "dtype": s.dtype,
+                 "algorithm": s.algorithm, "reason": s.placement}
+                for s in self.executable.steps]
+
     def save_optimized(self, path):
         """Writes the compiled (optimized) graph as an ONNX model; see Model.save_optimized."""
         from ._export import save_graph

@@ -1,6 +1,6 @@
 """The ``lumen`` command line:
 
-* ``lumen inspect MODEL [--opt-level N] [--json] [--dump-passes DIR]``
+* ``lumen inspect MODEL [--opt-level N] [--json] [--routing] [--dump-passes DIR]``
 * ``lumen bench MODEL [--runs N] [--threads N] [--compare onnxruntime[,openvino]] [--profile] [--json FILE]``
 
 Subcommands are argparse subparsers, each with a ``run(args)`` function returning the exit status.
@@ -42,6 +42,10 @@ def run_inspect(args):
     if args.json:
         json.dump(compiled.report(), sys.stdout, indent=2)
         sys.stdout.write("\n")
+    elif args.routing:
+        from ._inspect import format_routing
+
+        sys.stdout.write(format_routing(compiled.report()))
     else:
         sys.stdout.write(compiled.summary())
     return 0
@@ -134,6 +138,8 @@ def build_parser():
                               "('-' for stderr)")
     inspect.add_argument("--backend", default="",
                          help="force every node onto one backend (cpu, reference)")
+    inspect.add_argument("--routing", action="store_true",
+                         help="print only where each step runs and why")
     inspect.set_defaults(run=run_inspect)
 
     bench = commands.add_parser(

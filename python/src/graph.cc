@@ -254,6 +254,7 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("algorithm", &StepInfo::algorithm,
               "The algorithm the kernel chose at compile time and why ('' if it has one).")
       .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
+      .def_ro("placement", &StepInfo::placement, "Why the step runs on its backend, in one line.")
       .def_prop_ro(
           "input_shapes", [](const StepInfo &s) { return shape_list(s.input_shapes); },
           "Each input's shape at compile time (None for an unknown dim).")

@@ -9,6 +9,7 @@
 
 #include "compile/compiler.h"
 #include "compile/memory_planner.h"
+#include "compile/place.h"
 #include "graph/passes/widen_half_precision.h"
 
 #include "core/thread_pool.h"
@@ -213,6 +214,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
             std::count(graph.outputs().begin(), graph.outputs().end(), out) == 0);
     }
     const DType dtype = kernel_dtype(types);
+    std::string placement_reason = "executor: control flow runs its subgraphs' steps";
     if ((step.builtin = find_builtin_step(n->op()))) {
       // The executor runs it (with its subgraphs, each compiled here).
       for (const auto &[name, value] : n->attrs().items())
@@ -221,8 +223,10 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
     } else if (n->attrs().has_graphs()) {
       fail("op '", n->op(), "' (node '", n->name(), "') has subgraphs but is not control flow");
     } else {
-      step.backend = &select_backend(n->op(), dtype, runtime.options().backend, n->name());
+      Placement placement = place_node(n->op(), dtype, runtime.options().backend, n->name());
+      step.backend = placement.backend;
       step.kernel = step.backend->find_kernel(n->op(), dtype);
+      placement_reason = std::move(placement.reason);
     }
     std::string algorithm;
     if (PrepareFn prepare = step.backend ? step.backend->find_prepare(n->op(), dtype) : nullptr) {
@@ -242,7 +246,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
                   step.backend ? std::string(step.backend->name()) : "executor",
                   std::string(dtype_name(dtype)),
                   n->attrs().to_string(),
-                  std::move(algorithm)};
+                  std::move(algorithm),
+                  std::move(placement_reason)};
     for (const Value *in : n->inputs())
       info.input_shapes.push_back(in && in->has_shape() ? in->shape() : Shape{});
     for (const Value *out : n->outputs())

@@ -1,34 +1,13 @@
 #include "runtime/op_runner.h"
 
+#include "compile/place.h"
+
 #include "lumen/ops.h"
 
 namespace lumen {
 
 DType kernel_dtype(const std::vector<const TensorType *> &inputs) {
   return !inputs.empty() && inputs[0] ? inputs[0]->dtype : DType::Float32;
-}
-
-Backend &select_backend(std::string_view op, DType dtype, std::string_view backend_name,
-                        std::string_view node) {
-  if (!backend_name.empty()) {
-    Backend &backend = get_backend(backend_name);
-    if (!backend.supports(op, dtype))
-      fail("op '", op, "' (node '", node, "'): backend '", backend_name, "' has no kernel for ",
-           dtype_name(dtype), " inputs");
-    return backend;
-  }
-  std::string oracles;  // backends with a kernel that are never placed automatically
-  for (Backend *backend : backends()) {
-    if (!backend->supports(op, dtype)) continue;
-    if (backend->placed_automatically()) return *backend;
-    oracles += str(oracles.empty() ? "" : ", ", "'", backend->name(), "'");
-  }
-  fail("op '", op, "' (node '", node, "'): no backend has a kernel for ", dtype_name(dtype),
-       " inputs",
-       oracles.empty()
-           ? std::string()
-           : str(" (", oracles, " has one, a test oracle run only when named: backend=", oracles,
-                 ")"));
 }
 
 void check_inputs(const OpSchema &schema, InferContext ctx) {
@@ -93,7 +72,7 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
   else
     out_types = infer_types(schema, ictx);
   const DType dtype = kernel_dtype(ictx.inputs);
-  Backend &backend = select_backend(op, dtype, backend_name, op);
+  Backend &backend = *place_node(op, dtype, backend_name, op).backend;
   std::vector<const Tensor *> input_ptrs;
   for (const Tensor &t : inputs) input_ptrs.push_back(&t);
   return run_kernel(backend.find_kernel(op, dtype), backend, input_ptrs,

@@ -10,11 +10,6 @@
 
 namespace lumen {
 
-// The backend that runs `op` for inputs of `dtype`: the one named, or else the highest-priority
-// backend with a kernel. Throws naming the op, node and dtype when none has one.
-Backend &select_backend(std::string_view op, DType dtype, std::string_view backend_name,
-                        std::string_view node);
-
 // The dtype that keys kernel lookup: that of input 0.
 DType kernel_dtype(const std::vector<const TensorType *> &inputs);
 

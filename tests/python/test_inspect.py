@@ -289,6 +289,26 @@ def test_cli_text_and_dump_passes(model_path, tmp_path, capsys):
     assert dump.is_dir()
 
 
+def test_routing_gives_every_step_its_reason(model_path, capsys):
+    """routing() and `lumen inspect --routing`: each step's backend and the place stage's reason.
+    Automatic placement names what decided and that the reference backend is never placed
+    automatically; a pinned backend says it was pinned."""
+    from lumen.cli import main
+
+    model = lumen.load_onnx(model_path)
+    routes = model.compile().routing()
+    assert routes and all(r["backend"] == "cpu" for r in routes)
+    for r in routes:
+        assert r["reason"].startswith("cpu: ") and "placed automatically" in r["reason"], r
+        assert "not placed automatically: reference" in r["reason"], r  # each op has one there
+    pinned = model.compile(backend="reference").routing()
+    assert all(r["reason"] == "reference: pinned (backend='reference')" for r in pinned), pinned
+    assert main(["inspect", model_path, "--routing"]) == 0
+    out = capsys.readouterr().out
+    assert "reason" in out.splitlines()[0] and routes[0]["node"] in out
+    assert "Memory plan" not in out  # only the routing table
+
+
 def test_cli_errors(tmp_path):
     missing = run_cli("inspect", str(tmp_path / "missing.onnx"))
     assert missing.returncode != 0
