@@ -118,7 +118,13 @@ class CompiledModel:
 
     @property
     def inputs(self):
-        return [{"name": i.name, "dtype": i.type, "shape": i.shape} for i in self.executable.inputs]
+        """name, dtype and shape of each input; shape None for an input the model gives no shape
+        (not even a rank: any shape is accepted)."""
+        unshaped = {v.name for v in self.graph.inputs
+                    if v.shape is None and v.symbolic_shape is None and not v.dim_names}
+        return [{"name": i.name, "dtype": i.type,
+                 "shape": None if i.name in unshaped else i.shape}
+                for i in self.executable.inputs]
 
     @property
     def outputs(self):

@@ -91,7 +91,10 @@ SubgraphInputType onnx_import::type_from_proto(const onnx::TypeProto &type,
                                                const std::string &what) {
   switch (type.value_case()) {
     case onnx::TypeProto::kTensorType:
-      return {dtype_from_onnx(type.tensor_type().elem_type(), what), shape_from_type(type)};
+      // No shape at all (not even a rank): known only at run time.
+      return {dtype_from_onnx(type.tensor_type().elem_type(), what),
+              type.tensor_type().has_shape() ? std::optional<Shape>(shape_from_type(type))
+                                             : std::nullopt};
     case onnx::TypeProto::kSequenceType:
       return {DType::Sequence, Shape{},
               item_type_from_proto(type.sequence_type().elem_type(), what)};
@@ -345,7 +348,8 @@ Graph import_model(onnx::ModelProto &model, const fs::path &base_dir) {
     const SubgraphInputType type = type_from_proto(in.type(), "graph input '" + in.name() + "'");
     Value *v = is_container(type.dtype)
                    ? graph.add_container_input(in.name(), type.dtype, type.element)
-                   : graph.add_input(in.name(), *type.shape, type.dtype);
+               : type.shape ? graph.add_input(in.name(), *type.shape, type.dtype)
+                            : graph.add_input_of_unknown_shape(in.name(), type.dtype);
     graph.set_dim_names(v, dim_names_from_type(in.type()));
     importer.define(in.name(), v, "input");
   }

@@ -30,7 +30,8 @@ const MemoryReport &Executable::memory() const {
 
 namespace {
 
-void check_input(const ValueInfo &expected, const Tensor &actual) {
+// `rank_known`: false for an input the model gives no shape at all (any shape is accepted).
+void check_input(const ValueInfo &expected, bool rank_known, const Tensor &actual) {
   if (!actual.defined()) fail("input '", expected.name, "' is an undefined tensor");
   if (is_container(expected.dtype) || is_container(actual.dtype())) {
     const std::vector<DType> got = item_type(actual);
@@ -40,13 +41,13 @@ void check_input(const ValueInfo &expected, const Tensor &actual) {
            ", got ", type_name(got[0], {got.begin() + 1, got.end()}));
     return;
   }
-  bool shape_ok = actual.rank() == expected.shape.rank();
-  for (size_t i = 0; shape_ok && i < expected.shape.rank(); ++i)
+  bool shape_ok = !rank_known || actual.rank() == expected.shape.rank();
+  for (size_t i = 0; rank_known && shape_ok && i < expected.shape.rank(); ++i)
     shape_ok = expected.shape[i] == kUnknownDim || expected.shape[i] == actual.shape()[i];
   if (actual.dtype() != expected.dtype || !shape_ok)
     fail("input '", expected.name, "': expected ", dtype_name(expected.dtype), " ",
-         expected.shape.to_string(), ", got ", dtype_name(actual.dtype()), " ",
-         actual.shape().to_string());
+         rank_known ? expected.shape.to_string() : "(any shape)", ", got ",
+         dtype_name(actual.dtype()), " ", actual.shape().to_string());
   if (!actual.device().is_host())
     fail("input '", expected.name, "': expected host memory, got ", actual.device().to_string());
 }
@@ -72,7 +73,8 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
   const MemoryBudgetScope budget(p.max_memory);
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) check_input(p.inputs[i], inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    check_input(p.inputs[i], p.input_rank_known[i], inputs[i]);
   std::vector<Tensor> outputs = p.run(inputs, timer);
   timer.finish();
   return outputs;

@@ -419,3 +419,24 @@ def test_nd_conv_matches_onnxruntime(case):
     for threads in (1, 2):
         compiled = lumen.load_onnx(proto.SerializeToString()).compile(num_threads=threads)
         np.testing.assert_allclose(compiled.run({"x": x})[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_input_without_a_shape_accepts_any_shape():
+    """A graph input whose type has no shape (not even a rank) is known only at run time, not a
+    scalar: the model runs at each shape it is given and matches onnxruntime; a wrong rank fails
+    in the node that needs another."""
+    ort = pytest.importorskip("onnxruntime")
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(
+        np.float32), "w")
+    b = numpy_helper.from_array(np.array([0.5, -0.25, 0.1, 0.3], np.float32), "b")
+    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"])], [f32("x", None)],
+                       [f32("y", None)], [w, b])
+    compiled = lumen.load_onnx(model.SerializeToString()).compile()
+    assert compiled.inputs[0]["shape"] is None
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in [(1, 3, 8, 8), (2, 3, 5, 7)]:
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(compiled.run({"x": x})[0], session.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(lumen.Error, match="conv2d.*must be 4-D"):
+        compiled.run({"x": np.zeros((3, 8, 8), np.float32)})
