@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/common/binary_functors.h"
+#include "backends/common/f64_io.h"
 #include "core/kernel.h"
 #include "core/scalar.h"
 
@@ -43,15 +43,7 @@ inline void determinant(KernelContext &ctx) {
     }
     out[k] = d;
   }
-  const bool ok = bin::visit_dtype(y.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Float16> ||
-                  std::is_same_v<T, BFloat16>) {
-      T *p = y.data<T>();
-      for (size_t i = 0; i < out.size(); ++i) p[i] = bin::store<T>(bin::Compute<T>(out[i]));
-    }
-  });
-  if (!ok) ctx.fail("unsupported dtype ", dtype_name(y.dtype()));
+  from_f64(ctx, y, out);
 }
 
 }  // namespace lumen
