@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/backend.h"
+#include "compile/place.h"
 #include "graph/passes/widen_half_precision.h"
 #include "runtime/executable_impl.h"
 
@@ -16,12 +16,8 @@ namespace {
 bool float32_placed_better(const Node &node, bool strictly) {
   const Value *first = node.inputs().empty() ? nullptr : node.inputs()[0];
   if (!first || !is_half_precision(first->dtype()) || find_builtin_step(node.op())) return false;
-  const auto best = [&](DType dtype) -> const Backend * {
-    for (const Backend *backend : backends())
-      if (backend->placed_automatically() && backend->supports(node.op(), dtype)) return backend;
-    return nullptr;
-  };
-  const Backend *half = best(first->dtype()), *full = best(DType::Float32);
+  const Backend *half = automatic_backend(node.op(), first->dtype());
+  const Backend *full = automatic_backend(node.op(), DType::Float32);
   if (!full) return false;
   if (!half) return true;
   return strictly ? full->priority() > half->priority() : full->priority() >= half->priority();

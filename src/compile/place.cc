@@ -4,6 +4,12 @@
 
 namespace lumen {
 
+Backend *automatic_backend(std::string_view op, DType dtype) {
+  for (Backend *backend : backends())
+    if (backend->placed_automatically() && backend->supports(op, dtype)) return backend;
+  return nullptr;
+}
+
 Placement place_node(std::string_view op, DType dtype, std::string_view pinned,
                      std::string_view node) {
   const std::string_view type = dtype_name(dtype);
@@ -14,15 +20,11 @@ Placement place_node(std::string_view op, DType dtype, std::string_view pinned,
            " inputs");
     return {&backend, str(pinned, ": pinned (backend='", pinned, "')")};
   }
-  Backend *chosen = nullptr;
+  Backend *chosen = automatic_backend(op, dtype);
   std::string others, oracles;  // other candidates; backends with a kernel never placed here
   for (Backend *backend : backends()) {
-    if (!backend->supports(op, dtype)) continue;
+    if (backend == chosen || !backend->supports(op, dtype)) continue;
     std::string &list = backend->placed_automatically() ? others : oracles;
-    if (backend->placed_automatically() && !chosen) {
-      chosen = backend;
-      continue;
-    }
     list += str(list.empty() ? "" : ", ", backend->name());
   }
   if (!chosen)

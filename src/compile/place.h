@@ -19,6 +19,10 @@ struct Placement {
   std::string reason;  // "cpu: the only device placed automatically with a float32 kernel"
 };
 
+// The backend automatic placement picks for `op` with kernel dtype `dtype`: the highest-priority
+// one that may be placed automatically and has a kernel; nullptr when none has.
+Backend *automatic_backend(std::string_view op, DType dtype);
+
 // Places a node of op `op` whose kernel dtype is `dtype`; `pinned` names a backend or is empty.
 // Throws naming the op, node and dtype where no backend may run it.
 Placement place_node(std::string_view op, DType dtype, std::string_view pinned,

@@ -153,6 +153,21 @@ bool visit_dtype(DType dtype, F &&f) {
   }
 }
 
+// Calls f(T{}) for the dtypes with native C++ arithmetic (float, double and the 8- to 64-bit
+// integers); returns false for the others (bool, the 16-bit floats, strings, narrow types).
+template <class F>
+bool visit_numeric(DType dtype, F &&f) {
+  bool numeric = false;
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      numeric = true;
+      f(tag);
+    }
+  });
+  return numeric;
+}
+
 // Element i of a contiguous tensor of an arithmetic dtype as double (0 for other dtypes).
 inline double value_as_double(const Tensor &t, int64_t i) {
   double v = 0;

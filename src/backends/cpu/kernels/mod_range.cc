@@ -34,12 +34,7 @@ void mod(KernelContext &ctx) {
   if (a.dtype() != b.dtype() || !runs.init(a.shape(), b.shape(), ctx.output(0).shape()))
     ctx.fail("inputs ", dtype_name(a.dtype()), " ", a.shape().to_string(), " and ",
              dtype_name(b.dtype()), " ", b.shape().to_string(), " are not supported");
-  const bool done = scalar::visit_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) mod_typed<T>(ctx, runs);
-  });
-  if (!done || a.dtype() == DType::Bool || a.dtype() == DType::Float16 ||
-      a.dtype() == DType::BFloat16)
+  if (!scalar::visit_numeric(a.dtype(), [&](auto tag) { mod_typed<decltype(tag)>(ctx, runs); }))
     ctx.fail("no cpu kernel for ", dtype_name(a.dtype()));
 }
 

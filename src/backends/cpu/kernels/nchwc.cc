@@ -238,6 +238,14 @@ std::shared_ptr<PackedWeights> pack(const Tensor &w, int64_t group, ConvKind kin
   return packed;
 }
 
+// Filter group gi's weights for the input pass from block k0 of a pointwise conv on c input
+// channels (pack(): each group's passes one after another, [channels][F][8] each).
+const float *pointwise_weights(const PackedWeights &packed, int64_t c, int64_t k0, int64_t gi) {
+  const int64_t first = packed.groups[size_t(gi)];
+  const int64_t filters = packed.groups[size_t(gi + 1)] - first;
+  return packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+}
+
 // The channels of one input pass of the grouped and pointwise loops: kInBlocksPerPass blocks; all
 // of a plain input's (one pass).
 int64_t pass_channels(bool plain_input, int64_t cg) {
@@ -405,10 +413,6 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
       p.lo = r.lo, p.hi = r.hi;
       const int64_t in_pixel = flat ? q0 : q0 / g.ow * g.sh * g.w;
       // The calls run (pass, filter group) in order; the weights of each: [channels][F][8].
-      const auto weights = [&](int64_t k0, int64_t gi) {
-        const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
-        return packed.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
-      };
       const auto weight_floats = [&](int64_t k0, int64_t gi) {
         return std::min(kInBlocksPerPass, g.cb - k0) * kBlock *
                (packed.groups[gi + 1] - packed.groups[gi]) * kBlock;
@@ -421,7 +425,7 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
           const int64_t first = packed.groups[gi], filters = packed.groups[gi + 1] - first;
           const int64_t y_offset = (n * g.mb + first) * out_plane + q0 * kBlock;
           p.filters = static_cast<int>(filters);
-          p.w = weights(k0, gi);
+          p.w = pointwise_weights(packed, c, k0, gi);
           // Next: this pass's next group, the next pass's first, or the next item's first (this
           // slice's again for the next run, slice by slice; else the next slice's).
           int64_t next_k0 = k0, next_gi = gi + 1;
@@ -430,7 +434,7 @@ void run_pointwise(ThreadPool &pool, const Geometry &g, const PackedWeights &pac
             next_k0 = 0;
             next_gi = slice_major && run + 1 < runs ? g0 : slice + 1 < slices ? g1 : groups;
           }
-          p.next_w = next_gi < groups ? weights(next_k0, next_gi) : nullptr;
+          p.next_w = next_gi < groups ? pointwise_weights(packed, c, next_k0, next_gi) : nullptr;
           p.next_w_floats = next_gi < groups ? weight_floats(next_k0, next_gi) : 0;
           p.bias = bias ? bias + first * kBlock : nullptr;
           p.x = x + (n * g.cb + k0) * in_plane + in_pixel * kBlock;
@@ -667,9 +671,8 @@ void run_grouped(ThreadPool &pool, const Geometry &g, const PackedWeights &packe
 // [lo, lo + held) in `t` (each block's rows `plane` floats apart).
 void depthwise_band(const Geometry &g, const PackedWeights &packed, const ConvRun &r, int64_t n,
                     int64_t b0, int64_t b1, const float *t, int64_t plane, int64_t lo, int64_t held,
-                    int64_t r0, int64_t r1, AlignedFloats &scratch) {
-  const ukernels::NchwcDepthwiseRow wide_row =
-      nchwc_avx512() ? f32_nchwc_depthwise_row__avx512(g.kw, g.sw) : nullptr;
+                    int64_t r0, int64_t r1, ukernels::NchwcDepthwiseRow wide_row,
+                    AlignedFloats &scratch) {
   for (int64_t b = b0; b < b1; ++b) {
     ukernels::DepthwiseChannels d{};
     // The band as a conv of its own on the held rows: padding above them where row lo is the
@@ -730,6 +733,8 @@ void run_pointwise_depthwise(ThreadPool &pool, const Geometry &gp, const Geometr
   const int64_t in_plane = gp.h * row_floats, c = gp.cb * kBlock;
   const size_t scratch_floats = static_cast<size_t>(checked_mul(slice_blocks, plane));
   const auto kernel = tile_kernel().run;
+  const ukernels::NchwcDepthwiseRow wide_row =
+      nchwc_avx512() ? f32_nchwc_depthwise_row__avx512(gd.kw, gd.sw) : nullptr;
   pool.parallel_for(items(), 1, [&](int64_t begin, int64_t end) {
     thread_local AlignedFloats t, depthwise_scratch;  // here: see run_grouped
     t.resize(scratch_floats);
@@ -769,7 +774,7 @@ void run_pointwise_depthwise(ThreadPool &pool, const Geometry &gp, const Geometr
               const int64_t first = pointwise.groups[size_t(gi)];
               const int64_t filters = pointwise.groups[size_t(gi + 1)] - first;
               p.filters = static_cast<int>(filters);
-              p.w = pointwise.data.data() + first * kBlock * c + k0 * kBlock * filters * kBlock;
+              p.w = pointwise_weights(pointwise, c, k0, gi);
               p.bias = rp.bias ? rp.bias + first * kBlock : nullptr;
               p.y = t.data() + (first - b0) * plane + (made - lo) * row_floats;
               kernel(p, (hi - made) * gp.w);
@@ -780,7 +785,7 @@ void run_pointwise_depthwise(ThreadPool &pool, const Geometry &gp, const Geometr
               rp.epilogue.apply(t.data() + b * plane + (made - lo) * row_floats,
                                 (hi - made) * row_floats, nullptr, nullptr);
         }
-        depthwise_band(gd, depthwise, rd, n, b0, b1, t.data(), plane, lo, hi - lo, r0, r1,
+        depthwise_band(gd, depthwise, rd, n, b0, b1, t.data(), plane, lo, hi - lo, r0, r1, wide_row,
                        depthwise_scratch);
       }
     }

@@ -112,8 +112,7 @@ void quantize_linear(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const DType q = y.dtype(), scale_dtype = ctx.input(1).dtype();
-  if (is_narrow(q) && q == DType::Float8E8M0)
-    ctx.fail("output dtype ", dtype_name(q), " is not supported");
+  if (q == DType::Float8E8M0) ctx.fail("output dtype ", dtype_name(q), " is not supported");
   const QuantParams p(ctx, x.shape());
   const T *px = x.data<T>();
   if (is_narrow(q)) {

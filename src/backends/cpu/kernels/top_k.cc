@@ -70,12 +70,7 @@ void top_k_typed(KernelContext &ctx) {
 
 void top_k(KernelContext &ctx) {
   const DType dtype = ctx.input(0).dtype();
-  const bool done = dtype != DType::Bool && scalar::visit_dtype(dtype, [&](auto tag) {
-                      using T = decltype(tag);
-                      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
-                        top_k_typed<T>(ctx);
-                    });
-  if (!done || dtype == DType::Float16 || dtype == DType::BFloat16)
+  if (!scalar::visit_numeric(dtype, [&](auto tag) { top_k_typed<decltype(tag)>(ctx); }))
     ctx.fail("no cpu kernel for ", dtype_name(dtype));
 }
 
