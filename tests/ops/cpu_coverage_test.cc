@@ -241,6 +241,65 @@ TEST(CpuCoverage, IntegerAndDoubleReductions) {
   expect_same("reduce_mean", {d}, {{"axes", std::vector<int64_t>{0, 1}}}, 1e-12);
 }
 
+// Every reduction over float64, each integer width and (min/max) bool, and mod, top_k and einsum
+// over the widths beyond int32/int64/float32, against the reference. Where the reference has no
+// reduction kernel for a width (int16, uint16, uint32, uint64), the oracle is its int32 result
+// on the same values, cast: the values are small enough that no width overflows.
+TEST(CpuCoverage, EveryIntegerWidthAndFloat64) {
+  const auto as = [](const Tensor &t, DType dtype) {
+    return call_op("cast", {t}, {{"to", std::string(dtype_name(dtype))}}, "reference").at(0);
+  };
+  const Tensor signed_values = ints({3, 4, 5}, 31, -5, 6),
+               unsigned_values = ints({3, 4, 5}, 32, 0, 6);
+  const Tensor d = random_tensor({3, 4, 5}, 33, -2, 2, DType::Float64);
+  const std::vector<std::string> reductions = {
+      "reduce_sum", "reduce_prod", "reduce_min",     "reduce_max",         "reduce_mean",
+      "reduce_l1",  "reduce_l2",   "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"};
+  for (const std::string &op : reductions)
+    for (const std::vector<int64_t> &axes : std::vector<std::vector<int64_t>>{{2}, {0, 2}})
+      for (int64_t keep : {0, 1}) {
+        if (op == "reduce_prod" && axes.size() > 1) continue;  // 5^15 overflows the narrow widths
+        const Attributes attrs{{"axes", axes}, {"keepdims", keep}};
+        SCOPED_TRACE(op + " over " + std::to_string(axes.size()) + " axes");
+        expect_same(op, {d}, attrs, 1e-12);
+        for (DType dtype : {DType::Int8, DType::UInt8})
+          expect_same(op, {as(dtype == DType::Int8 ? signed_values : unsigned_values, dtype)},
+                      attrs);
+        for (DType dtype : {DType::Int16, DType::UInt16, DType::UInt32, DType::UInt64}) {
+          const bool is_signed = dtype == DType::Int16;
+          const Tensor x32 = as(is_signed ? signed_values : unsigned_values, DType::Int32);
+          const Tensor want = as(call_op(op, {x32}, attrs, "reference").at(0), dtype);
+          EXPECT_TRUE(all_close(call_op(op, {as(x32, dtype)}, attrs, "cpu").at(0), want, 0, 0))
+              << dtype_name(dtype);
+        }
+      }
+  for (const char *op : {"reduce_min", "reduce_max"})
+    expect_same(op, {bools({3, 4, 5}, 34)}, {{"axes", std::vector<int64_t>{1}}});
+  Tensor divisors = ints({5}, 35, 1, 7);
+  for (DType dtype :
+       {DType::Int8, DType::Int16, DType::UInt8, DType::UInt16, DType::UInt32, DType::UInt64}) {
+    const bool is_signed = dtype == DType::Int8 || dtype == DType::Int16;
+    const Tensor x = as(is_signed ? signed_values : unsigned_values, dtype);
+    Tensor b = divisors.clone();
+    if (is_signed)
+      for (int64_t i = 0; i < b.numel(); i += 2) b.data<int64_t>()[i] *= -1;
+    for (int64_t fmod : {0, 1}) expect_same("mod", {x, as(b, dtype)}, {{"fmod", fmod}});
+    for (int64_t largest : {0, 1})
+      expect_same("top_k", {x, Tensor::from_vector<int64_t>({1}, {3})},
+                  {{"axis", int64_t{1}}, {"largest", largest}});
+  }
+  for (DType dtype : {DType::Float64, DType::Int32, DType::Int64})
+    for (const char *equation : {"bij,bjk->bik", "ii->i", "ij->"}) {
+      const bool square = std::string(equation) != "bij,bjk->bik";
+      const std::vector<Tensor> operands =
+          square ? std::vector<Tensor>{as(ints({4, 4}, 36, -3, 4), dtype)}
+                 : std::vector<Tensor>{as(signed_values, dtype),
+                                       as(ints({3, 5, 2}, 37, -3, 4), dtype)};
+      expect_same("einsum", operands, {{"equation", std::string(equation)}},
+                  dtype == DType::Float64 ? 1e-12 : 0);
+    }
+}
+
 // 1-D and 3-D convolutions: groups, strides, pads, dilations, bias; float32 GEMM against the
 // reference's double loops.
 TEST(CpuCoverage, ConvNd) {

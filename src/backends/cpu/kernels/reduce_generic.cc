@@ -22,7 +22,11 @@ template <class T, Kind K>
 void reduce_typed(KernelContext &ctx) {
   constexpr bool kReal = std::is_floating_point_v<T> || K == Kind::Mean || K == Kind::L2 ||
                          K == Kind::LogSum || K == Kind::LogSumExp;
-  using A = std::conditional_t<kReal, double, int64_t>;
+  // Integers: min and max in their own type (uint64's extremes do not fit int64), the rest in
+  // 64 bits of their signedness.
+  using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
+  using A = std::conditional_t<kReal, double,
+                               std::conditional_t<K == Kind::Min || K == Kind::Max, T, Wide>>;
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const Shape &shape = x.shape();
@@ -103,16 +107,9 @@ void reduce_typed(KernelContext &ctx) {
 template <Kind K>
 void reduce(KernelContext &ctx) {
   const DType dtype = ctx.input(0).dtype();
-  const bool done = scalar::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      if constexpr (K == Kind::Min || K == Kind::Max) reduce_typed<T, K>(ctx);
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      reduce_typed<T, K>(ctx);
-    }
-  });
-  if (!done || dtype == DType::Float16 || dtype == DType::BFloat16 ||
-      (dtype == DType::Bool && K != Kind::Min && K != Kind::Max))
+  if constexpr (K == Kind::Min || K == Kind::Max)
+    if (dtype == DType::Bool) return reduce_typed<bool, K>(ctx);
+  if (!scalar::visit_numeric(dtype, [&](auto tag) { reduce_typed<decltype(tag), K>(ctx); }))
     ctx.fail("no cpu kernel for ", dtype_name(dtype));
 }
 
