@@ -26,7 +26,10 @@ ensure_system_packages() {
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v python3 >/dev/null || missing+=(python3)
   command -v protoc >/dev/null || missing+=(protobuf-compiler)
-  for pkg in libopenblas-dev libgtest-dev libprotobuf-dev libre2-dev; do
+  # Vulkan: the loader and headers, glslc for the shaders, spirv-cross for their MSL check, and
+  # Mesa's drivers, lavapipe among them (the Vulkan device CI runs the Vulkan tests on).
+  for pkg in libopenblas-dev libgtest-dev libprotobuf-dev libre2-dev libvulkan-dev \
+             mesa-vulkan-drivers glslc spirv-cross; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if command -v python3 >/dev/null; then

@@ -6,7 +6,9 @@
 
 namespace lumen {
 
-enum class DeviceType { CPU, CUDA, Metal };
+// Simulated: a test device whose memory is host memory kept apart as its own space (placement and
+// copy insertion are tested with it; see src/backends/simulated/).
+enum class DeviceType { CPU, CUDA, Metal, Vulkan, Simulated };
 
 struct Device {
   DeviceType type = DeviceType::CPU;

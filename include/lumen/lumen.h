@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lumen/attributes.h"
@@ -29,7 +30,9 @@ class ThreadPool;
 
 struct RuntimeOptions {
   int num_threads = 0;  // 0: all cores
-  std::string backend;  // empty: each node goes to the preferred backend that supports it
+  // "auto" or empty: the router places each node (compile/place.h); a backend's name pins every
+  // node to it; a comma-separated list ("cpu,vulkan") lets the router choose among those only.
+  std::string backend;
 };
 
 // The execution context: thread pool, backend choice, and owner of compiled Executables.
@@ -82,6 +85,10 @@ struct StepInfo {
   // As shape inference left them at compile time (dims may be kUnknownDim; an absent optional
   // input has rank 0), so a profile can say which conv or matmul a slow step is.
   std::vector<Shape> input_shapes, output_shapes;
+  // Where devices were weighed: the estimated microseconds on each candidate backend, and of the
+  // copies into this step's memory that the chosen placement pays. Empty and 0 otherwise.
+  std::vector<std::pair<std::string, double>> estimates_us = {};
+  double copies_us = 0;
 };
 
 // The memory plan of one memory space ("host", "cuda:0"...). Bytes of intermediate values only:

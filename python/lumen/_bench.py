@@ -838,19 +838,27 @@ def _shapes_text(step):
 
 def chrome_trace(steps, profiles, model_name):
     """RunProfiles as a Chrome trace (chrome://tracing, ui.perfetto.dev): one lane per run, each
-    starting at 0 and holding one event per step (name = node, category = op)."""
+    starting at 0 and holding one event per step (name = node, category = op, args.backend = its
+    device); copies between memory spaces go to a lane of their own beside their run's."""
     median = int(np.argsort([p.total_us for p in profiles])[len(profiles) // 2])
     events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
                "args": {"name": f"lumen: {model_name}"}}]
+    copy_lanes = set()
     for run, p in enumerate(profiles):
         label = f"run {run + 1}" + (" (median)" if run == median else "")
-        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": run,
+        lane, copy_lane = run, len(profiles) + run
+        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": lane,
                        "args": {"name": label}})
-        events.append({"name": "run", "cat": "run", "ph": "X", "pid": 1, "tid": run, "ts": 0,
+        events.append({"name": "run", "cat": "run", "ph": "X", "pid": 1, "tid": lane, "ts": 0,
                        "dur": p.total_us, "args": {"total_ms": p.total_us / 1e3}})
         for timing in p.steps:
-            step = steps[timing.step]
-            events.append({"name": step.node, "cat": step.op, "ph": "X", "pid": 1, "tid": run,
+            step = (p.plan_steps or steps)[timing.step]
+            tid = copy_lane if step.op == "copy" else lane
+            if tid == copy_lane and copy_lane not in copy_lanes:
+                copy_lanes.add(copy_lane)
+                events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": copy_lane,
+                               "args": {"name": f"{label}: copies"}})
+            events.append({"name": step.node, "cat": step.op, "ph": "X", "pid": 1, "tid": tid,
                            "ts": timing.start_us, "dur": timing.duration_us,
                            "args": {"op": step.op, "backend": step.backend, "dtype": step.dtype,
                                     "shapes": _shapes_text(step),

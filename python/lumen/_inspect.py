@@ -61,7 +61,8 @@ def build_report(compiled):
     # Step names are graph node names; the graph gives a fused node's inputs.
     nodes = {n.name: n for n in compiled.graph.nodes()}
     steps = [{"node": s.node, "op": s.op, "backend": s.backend, "dtype": s.dtype,
-              "attributes": s.attributes, "algorithm": s.algorithm, "placement": s.placement}
+              "attributes": s.attributes, "algorithm": s.algorithm, "placement": s.placement,
+              "estimates_us": dict(s.estimates_us), "copies_us": s.copies_us}
              for s in compiled.executable.steps]
     fused = []
     for step in steps:
@@ -168,7 +169,9 @@ def format_summary(report):
 
 
 def format_routing(report):
-    """Each step's backend and the one-line reason the place stage gave for it."""
+    """Each step's backend and the one-line reason the place stage gave for it (where devices
+    were weighed: the estimate on every candidate and the copies paid); copy steps between
+    memory spaces appear where they run, with the bytes they move."""
     rows = [[str(k), s["node"], s["op"], s["backend"], s["dtype"], s["placement"]]
             for k, s in enumerate(report["steps"])]
     return "\n".join(_table(["#", "node", "op", "backend", "dtype", "reason"], rows,

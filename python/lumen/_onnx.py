@@ -46,10 +46,12 @@ class Model:
     def outputs(self):
         return [_info(v) for v in self.graph.outputs]
 
-    def compile(self, backend="", num_threads=0, opt_level=2, runtime=None, dump_passes="",
+    def compile(self, backend="auto", num_threads=0, opt_level=2, runtime=None, dump_passes="",
                 shape_cache_capacity=8, max_memory=None):
-        """Optimizes a copy of the graph and compiles it. ``backend`` forces every node onto one
-        backend ("cpu", "reference"); empty picks the preferred backend per node.
+        """Optimizes a copy of the graph and compiles it. ``backend="auto"`` (or empty) lets the
+        router place each node where the whole graph is estimated fastest, copies between devices
+        counted (``routing()`` says why); a backend's name ("cpu", "reference", ...) pins every
+        node to it, and a node it has no kernel for fails the compile.
         ``dump_passes``: a folder that gets the graph after each pass that changed it ("-" for
         stderr; default $LUMEN_DUMP_GRAPH). A model with symbolic or unknown input dims compiles
         once; from the second run at a given set of input shapes on, it runs a plan made for them
@@ -156,10 +158,14 @@ class CompiledModel:
 
     def routing(self):
         """Where each step runs and why: a list of dicts (node, op, backend, dtype, algorithm,
-        reason), in execution order. ``reason`` is one line from the place stage of compiling
-        ("cpu: the only device placed automatically with a float32 kernel")."""
+        reason, estimates_us, copies_us), in execution order, copy steps between memory spaces
+        included (op "copy"). ``reason`` is one line from the place stage of compiling ("sim:
+        172.8 us vs cpu 1.35 ms + copy 85.5 us", or "cpu: the only device placed automatically
+        with a float32 kernel" where there was nothing to weigh); ``estimates_us`` maps each
+        candidate backend to its estimated time where devices were weighed."""
         return [{"node": s.node, "op": s.op, "backend": s.backend, "dtype": s.dtype,
-                 "algorithm": s.algorithm, "reason": s.placement}
+                 "algorithm": s.algorithm, "reason": s.placement,
+                 "estimates_us": dict(s.estimates_us), "copies_us": s.copies_us}
                 for s in self.executable.steps]
 
     def save_optimized(self, path):

@@ -256,6 +256,17 @@ Execution context: thread pool and backend choice; owns the Executables compiled
       .def_ro("attributes", &StepInfo::attributes, "The node's attributes as text.")
       .def_ro("placement", &StepInfo::placement, "Why the step runs on its backend, in one line.")
       .def_prop_ro(
+          "estimates_us",
+          [](const StepInfo &s) {
+            nb::dict out;
+            for (const auto &[backend, us] : s.estimates_us) out[backend.c_str()] = us;
+            return out;
+          },
+          "Estimated microseconds on each candidate backend where devices were weighed ({} "
+          "otherwise).")
+      .def_ro("copies_us", &StepInfo::copies_us,
+              "Estimated microseconds of the copies into this step's memory that it pays.")
+      .def_prop_ro(
           "input_shapes", [](const StepInfo &s) { return shape_list(s.input_shapes); },
           "Each input's shape at compile time (None for an unknown dim).")
       .def_prop_ro(

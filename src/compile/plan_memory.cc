@@ -70,6 +70,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
   std::vector<int> slot_of_buffer;
   std::vector<BufferLifetime> lifetimes;
   std::vector<std::string> spaces;
+  std::vector<Allocator *> space_allocators;
   for (size_t s = 0; s < impl.steps.size(); ++s) {
     const ExecutionStep &step = impl.steps[s];
     for (size_t o = 0; o < step.outputs.size(); ++o) {
@@ -82,7 +83,10 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
         continue;
       const std::string space = allocator_of(step).device().to_string();
       auto it = std::find(spaces.begin(), spaces.end(), space);
-      if (it == spaces.end()) it = spaces.insert(spaces.end(), space);
+      if (it == spaces.end()) {
+        it = spaces.insert(spaces.end(), space);
+        space_allocators.push_back(&allocator_of(step));
+      }
       BufferLifetime life{.first_step = static_cast<int64_t>(s),
                           .last_step = std::max<int64_t>(static_cast<int64_t>(s), last_use[out]),
                           .bytes = static_cast<size_t>(checked_mul(
@@ -97,6 +101,7 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
       if (step.schema->view && out == step.outputs[0] && same_bytes) life.view_of = buffer_of[in];
       // An element-wise step may write over its input 0 when this is that input's last use.
       if (step.schema->elementwise && out == step.outputs[0] && input_in_arena &&
+          lifetimes[buffer_of[in]].memory_space == life.memory_space &&
           last_use[in] == static_cast<int>(s) && impl.slot_info[in].dtype == info.dtype &&
           impl.slot_info[in].shape == info.shape)
         life.in_place_of = buffer_of[in];
@@ -106,23 +111,24 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
     }
     place_concat_inputs(step, impl.slot_info, buffer_of, lifetimes);
   }
-  // One arena per run for now: every backend allocates host memory.
-  if (spaces.size() > 1) return;
   for (ExecutionStep &step : impl.steps)
     for (int out : step.outputs)
       step.output_types.push_back({impl.slot_info[out].dtype, impl.slot_info[out].shape});
   const MemoryPlan plan = ::lumen::plan_memory(lifetimes);
   impl.planned = true;
-  impl.arena_allocator = impl.steps.empty() ? &host_allocator() : &allocator_of(impl.steps.front());
   impl.slot_offset.assign(num_slots, -1);
-  for (size_t b = 0; b < lifetimes.size(); ++b)
+  impl.slot_arena.assign(num_slots, -1);
+  for (size_t b = 0; b < lifetimes.size(); ++b) {
     impl.slot_offset[slot_of_buffer[b]] = static_cast<int64_t>(plan.offsets[b]);
+    impl.slot_arena[slot_of_buffer[b]] = lifetimes[b].memory_space;
+  }
   // A view whose output landed on its input's bytes has nothing left to do at run time, nor has
   // a concat whose inputs are all parts of its output.
   for (ExecutionStep &step : impl.steps) {
     const int in = step.inputs.empty() ? -1 : step.inputs[0];
     step.skip = step.schema->view && in >= 0 && impl.slot_offset[in] >= 0 &&
-                impl.slot_offset[in] == impl.slot_offset[step.outputs[0]];
+                impl.slot_offset[in] == impl.slot_offset[step.outputs[0]] &&
+                impl.slot_arena[in] == impl.slot_arena[step.outputs[0]];
     if (step.schema->name == "concat" && !step.outputs.empty() && buffer_of[step.outputs[0]] >= 0) {
       const int whole = buffer_of[step.outputs[0]];
       step.skip = !step.inputs.empty();
@@ -131,9 +137,14 @@ void plan_memory(Executable::Impl &impl, const std::vector<int> &last_use,
             step.skip && s >= 0 && buffer_of[s] >= 0 && lifetimes[buffer_of[s]].part_of == whole;
     }
   }
-  impl.arena_bytes = plan.spaces.empty() ? 0 : plan.spaces[0].planned_bytes;
-  // Each run takes an arena of that size: refused here, before any run allocates one.
-  check_memory_budget(impl.arena_bytes, "the memory plan's arena (the intermediates of a run)");
+  int64_t total = 0;
+  for (size_t sp = 0; sp < plan.spaces.size(); ++sp) {
+    impl.arenas.push_back({space_allocators[sp], plan.spaces[sp].planned_bytes});
+    total = checked_add(total, static_cast<int64_t>(plan.spaces[sp].planned_bytes), "arena bytes");
+  }
+  // Each run takes arenas of those sizes: refused here, before any run allocates one.
+  check_memory_budget(static_cast<size_t>(total),
+                      "the memory plan's arenas (the intermediates of a run)");
   impl.memory.planned = true;
   for (size_t sp = 0; sp < plan.spaces.size(); ++sp) {
     MemorySpaceReport report{.space = spaces[sp],

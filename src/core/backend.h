@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/device_profile.h"
 #include "core/kernel.h"
 #include "lumen/buffer.h"
 #include "lumen/tensor.h"
@@ -17,18 +19,39 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Where its kernels read and write: its memory space. Backends on one device share tensors; a
+  // value crossing spaces gets a copy step (compile/insert_copies.h).
   virtual Device device() const = 0;
+  // What measurements of this device are keyed by besides the build (core/cache_files.h): the
+  // device model and driver, so a new GPU or driver is measured again.
+  virtual std::string driver_id() const { return std::string(name()); }
   // Preference when several backends support a node and nothing better is known (higher wins).
   virtual int priority() const = 0;
   // Whether automatic placement may put a node here. The reference backend's plain kernels are a
   // test oracle: only a caller naming it (backend="reference") runs them.
   virtual bool placed_automatically() const { return true; }
+  // Whether its device can be used in this process (a GPU backend built in, but no GPU or driver
+  // here: false, with the reason). Unavailable backends are never placed; naming one fails.
+  virtual bool available(std::string *why_not = nullptr) const {
+    (void)why_not;
+    return true;
+  }
   virtual Allocator &allocator() = 0;
   virtual std::unique_ptr<Stream> new_stream() = 0;
   // Copies src into dst (same dtype and shape); either may live on the host or on this device.
   virtual void copy(Tensor &dst, const Tensor &src, Stream *stream) = 0;
 
-  const KernelRegistry &kernels() const { return kernel_registry(name()); }
+  // Its kernels (a test device running another backend's kernels returns that registry).
+  virtual const KernelRegistry &kernels() const { return kernel_registry(name()); }
+  // Declared instead of measured, for a test device that stands in for another
+  // (backends/simulated): its profile given the host CPU's measured one, and its link to host
+  // memory. nullopt: calibration measures them (compile/cost_model.h).
+  virtual std::optional<DeviceProfile> declared_profile(const DeviceProfile &host) const {
+    (void)host;
+    return std::nullopt;
+  }
+  virtual std::optional<LinkProfile> declared_link() const { return std::nullopt; }
+
   KernelFn find_kernel(std::string_view op, DType dtype) const { return kernels().find(op, dtype); }
   PrepareFn find_prepare(std::string_view op, DType dtype) const {
     return kernels().find_prepare(op, dtype);
@@ -48,8 +71,14 @@ class HostBackend : public Backend {
 };
 
 void register_backend(std::unique_ptr<Backend> backend);
+// Takes a backend out of the registry (tests register a simulated device for a while); nullptr
+// when none has that name. Nothing compiled for it may still run.
+std::unique_ptr<Backend> unregister_backend(std::string_view name);
 Backend *find_backend(std::string_view name);  // nullptr when not built/registered
 Backend &get_backend(std::string_view name);   // throws naming the available ones
+// The first host-memory backend placed automatically (the CPU): it stands for host memory, where
+// the caller's tensors and the executor's own steps live. Throws when none is registered.
+Backend &host_backend();
 // All registered backends, highest priority first.
 std::vector<Backend *> backends();
 

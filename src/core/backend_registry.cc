@@ -42,6 +42,18 @@ void register_backend(std::unique_ptr<Backend> backend) {
                    [](const auto &a, const auto &b) { return a->priority() > b->priority(); });
 }
 
+std::unique_ptr<Backend> unregister_backend(std::string_view name) {
+  auto &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto it = r.backends.begin(); it != r.backends.end(); ++it)
+    if ((*it)->name() == name) {
+      std::unique_ptr<Backend> out = std::move(*it);
+      r.backends.erase(it);
+      return out;
+    }
+  return nullptr;
+}
+
 Backend *find_backend(std::string_view name) {
   auto &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -55,6 +67,12 @@ Backend &get_backend(std::string_view name) {
   std::string known;
   for (Backend *b : backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
   fail("unknown backend '", name, "' (available: ", known, ")");
+}
+
+Backend &host_backend() {
+  for (Backend *b : backends())
+    if (b->device().is_host() && b->placed_automatically()) return *b;
+  fail("no host backend is registered");
 }
 
 std::vector<Backend *> backends() {

@@ -10,6 +10,10 @@ std::string Device::to_string() const {
       return "cuda:" + std::to_string(index);
     case DeviceType::Metal:
       return "metal:" + std::to_string(index);
+    case DeviceType::Vulkan:
+      return "vulkan:" + std::to_string(index);
+    case DeviceType::Simulated:
+      return "sim:" + std::to_string(index);
   }
   return "unknown";
 }

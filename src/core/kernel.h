@@ -16,6 +16,7 @@
 
 #include "core/thread_pool.h"
 #include "lumen/attributes.h"
+#include "lumen/buffer.h"
 #include "lumen/device.h"
 #include "lumen/error.h"
 #include "lumen/shape.h"
@@ -33,8 +34,18 @@ struct KernelContext {
   // What the kernel's prepare function built from this step's constant inputs at compile time
   // (packed weights), or nullptr: eager calls, or no prepare function. The kernel knows its type.
   const void *prepared = nullptr;
+  // For a kernel on a device: per input, the same value in host memory where one exists
+  // (constants, values made on the host), for parameters it reads on the host (slice's starts);
+  // nullptr where the value exists only on the device. Empty for host backends.
+  std::vector<const Tensor *> host_inputs = {};
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  // Input i in host memory: the input itself on a host backend, else its host copy; nullptr when
+  // there is none.
+  const Tensor *host_input(size_t i) const {
+    if (host_inputs.empty()) return has_input(i) ? inputs[i] : nullptr;
+    return i < host_inputs.size() ? host_inputs[i] : nullptr;
+  }
   const Tensor &input(size_t i) const { return *inputs.at(i); }
   Tensor &output(size_t i) const { return *outputs.at(i); }
   // The values of input i (an int32 or int64 tensor: axes, shapes, k...) as int64.
@@ -74,6 +85,10 @@ struct PrepareContext {
   // The compile-time pool, for a prepare function that measures its candidate algorithms on this
   // machine (backends/cpu/kernel_choice.h); nullptr where none is at hand.
   ThreadPool *pool = nullptr;
+  // The step's device: its allocator, for weights a device kernel uploads once here, and a stream
+  // to queue that work on (synchronized before the compile goes on).
+  Allocator *allocator = nullptr;
+  Stream *stream = nullptr;
   // Set by a prepare function that chose among algorithms: which one, and why ("winograd:
   // measured 120 us, gemm 150 us"). Shown by `lumen inspect` and profiles (StepInfo::algorithm).
   mutable std::string algorithm;

@@ -60,6 +60,13 @@ void check_input(const ValueInfo &expected, bool rank_known, const Tensor &actua
   step_fail(step, what);
 }
 
+// A copy step: the side that is not host memory does it, ordered on its stream
+// (compile/insert_copies.h).
+void copy_step(const ExecutionStep &step, const Tensor &src, Tensor &dst, DeviceStreams &streams) {
+  Backend &engine = step.backend->device().is_host() ? *step.copy_from : *step.backend;
+  engine.copy(dst, src, streams.of(&engine));
+}
+
 }  // namespace
 
 std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const {
@@ -98,17 +105,17 @@ std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
       return state;
     }
   }
-  // First run on this thread's behalf: one arena and the tensors viewing it, reused afterwards.
+  // First run on this thread's behalf: its arenas and the tensors viewing them, reused afterwards.
   auto state = std::make_unique<RunState>();
-  state->arena = arena_allocator->allocate(std::max<size_t>(arena_bytes, 1));
+  for (const Arena &a : arenas)
+    state->arenas.push_back(a.allocator->allocate(std::max<size_t>(a.bytes, 1)));
   state->slots = initial_slots;
-  std::byte *base = static_cast<std::byte *>(state->arena->data());
   for (size_t s = 0; s < slot_info.size(); ++s) {
     if (slot_offset[s] < 0) continue;
-    std::shared_ptr<Buffer> arena = state->arena;
+    const std::shared_ptr<Buffer> &arena = state->arenas[slot_arena[s]];
     state->slots[s] = Tensor::wrap(
-        base + slot_offset[s], slot_info[s].dtype, slot_info[s].shape, {}, [arena] {},
-        arena->device());
+        static_cast<std::byte *>(arena->data()) + slot_offset[s], slot_info[s].dtype,
+        slot_info[s].shape, {}, [arena] {}, arena->device());
   }
   return state;
 }
@@ -196,10 +203,15 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
                         .outputs = std::move(state->kernel_outputs),
                         .attrs = step.attrs,
                         .pool = *pool,
+                        .stream = state->streams.of(step.backend),
                         .op = step.schema->name,
                         .node = step.node,
                         .prepared = step.prepared.get()};
-      step.kernel(ctx);
+      for (int h : step.host_inputs) ctx.host_inputs.push_back(h >= 0 ? &slots[h] : nullptr);
+      if (step.copy_from)
+        copy_step(step, *ctx.inputs[0], *ctx.outputs[0], state->streams);
+      else
+        step.kernel(ctx);
       state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
       state->kernel_outputs = std::move(ctx.outputs);
     } catch (const Error &e) {
@@ -207,6 +219,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     }
     timer.end(i);
   }
+  state->streams.synchronize();  // the arenas are reused by the next run
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());
   for (int s : output_slots) outputs.push_back(slots[s]);
@@ -230,6 +243,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
     slots[s] = std::move(t);
   };
   for (size_t i = 0; i < inputs.size(); ++i) set_slot(input_slots[i], inputs[i]);
+  DeviceStreams streams;
   std::vector<const TensorType *> in_types;
   std::vector<const Tensor *> in_values;
   for (size_t si = 0; si < steps.size(); ++si) {
@@ -244,25 +258,41 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
     }
     std::vector<Tensor> outs;
     try {
-      if (step.builtin) {
+      if (step.copy_from) {
+        const Tensor &src = *in_values[0];
+        outs.push_back(Tensor::empty(src.shape(), src.dtype(), &step.backend->allocator()));
+        copy_step(step, src, outs.back(), streams);
+      } else if (step.builtin) {
         std::vector<Tensor> step_inputs;
         for (int s : step.inputs) step_inputs.push_back(s >= 0 ? slots[s] : Tensor());
         outs = step.builtin(step, step_inputs);
       } else {
+        // Inference reads values in host memory only: a step on a device gets the host copies
+        // of its inputs where they have one (constants, values made on the host).
+        std::vector<const Tensor *> host_values;
+        if (!step.host_inputs.empty())
+          for (size_t i = 0; i < step.host_inputs.size(); ++i)
+            host_values.push_back(step.host_inputs[i] >= 0 ? &slots[step.host_inputs[i]] : nullptr);
+        const bool on_device = !step.host_inputs.empty();
         InferContext ctx{.inputs = std::move(in_types),
                          .attrs = step.attrs,
                          .op = step.schema->name,
                          .node = step.node,
-                         .values = std::move(in_values)};
+                         .values = on_device ? host_values : std::move(in_values)};
         // The kernel sizes its outputs: inference would do its work a second time.
         const bool by_kernel = step.schema->kernel_sizes_outputs;
         std::vector<TensorType> out_types;
-        if (by_kernel)
-          check_inputs(*step.schema, ctx);
-        else
-          out_types = infer_types(*step.schema, ctx);
+        try {
+          if (by_kernel)
+            check_inputs(*step.schema, ctx);
+          else
+            out_types = infer_types(*step.schema, ctx);
+        } catch (const DeferredInference &) {  // a value it needs exists only on the device
+          step_fail(step, "its output shape depends on an input value made on ",
+                    step.backend->device().to_string(), "; run it on the CPU");
+        }
         in_types = std::move(ctx.inputs);
-        in_values = std::move(ctx.values);
+        if (!on_device) in_values = std::move(ctx.values);
         // A reshape-like step views its input's memory, as in a planned run; a graph output gets
         // its own copy (the caller keeps it, and it must not alias an input or a weight).
         if (step.schema->view && !by_kernel && !slot_is_output[step.outputs[0]] &&
@@ -271,7 +301,8 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
         else
           outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
                             step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                            step.prepared.get(), step.unused_outputs);
+                            step.prepared.get(), step.unused_outputs, streams.of(step.backend),
+                            host_values);
       }
     } catch (const Error &e) {
       rethrow_naming(step, e);

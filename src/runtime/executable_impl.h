@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "graph/op_schema.h"
+#include "graph/op_work.h"
 #include "lumen/lumen.h"
 
 namespace lumen {
@@ -30,13 +31,21 @@ struct ExecutionStep {
   const OpSchema *schema = nullptr;
   std::string node;
   Attributes attrs;
-  Backend *backend = nullptr;  // null for builtin steps
+  Backend *backend = nullptr;  // null for builtin steps; a copy step's destination
   KernelFn kernel = nullptr;
+  // A copy step (compile/insert_copies.h) from this backend's memory into `backend`'s; the side
+  // that is not host memory does the copy.
+  Backend *copy_from = nullptr;
+  OpWork work;  // the estimate placement used; real timings are recorded against it
   std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
   std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
-  std::vector<int> outputs;              // slot per output
-  std::vector<bool> unused_outputs;      // per output (empty: all used): see optional_outputs
-  std::vector<int> release;  // slots whose last use is this step (dynamic runs free them)
+  // Per input, where a step on a device reads a copy: the slot of the value in host memory, which
+  // run-time shape inference reads (-1: none, the value was made on the device). Empty for steps
+  // on host memory.
+  std::vector<int> host_inputs;
+  std::vector<int> outputs;          // slot per output
+  std::vector<bool> unused_outputs;  // per output (empty: all used): see optional_outputs
+  std::vector<int> release;          // slots whose last use is this step (dynamic runs free them)
   std::vector<TensorType> output_types;  // compile-time types (planned executables only)
   bool skip = false;  // planned: a view whose output already aliases its input in the arena
   // Builtin steps: no kernel (and no backend); `builtin` runs them, with the compiled subgraphs
@@ -58,14 +67,35 @@ const Executable::Impl &subgraph(const ExecutionStep &step, const char *name);
 std::vector<Tensor> run_subgraph(const ExecutionStep &step, const Executable::Impl &plan,
                                  const std::vector<Tensor> &inputs);
 
+// A stream per device backend a run uses, made on first use and kept with the run state: steps
+// on one device queue their work on it in order; copies and the end of a run wait for it.
+class DeviceStreams {
+ public:
+  // nullptr for host-memory backends (their kernels run synchronously).
+  Stream *of(Backend *backend) {
+    if (!backend || backend->device().is_host()) return nullptr;
+    for (auto &[b, s] : streams_)
+      if (b == backend) return s.get();
+    streams_.emplace_back(backend, backend->new_stream());
+    return streams_.back().second.get();
+  }
+  void synchronize() {
+    for (auto &entry : streams_) entry.second->synchronize();
+  }
+
+ private:
+  std::vector<std::pair<Backend *, std::unique_ptr<Stream>>> streams_;
+};
+
 // The mutable state of one run of a planned Executable: the arena and the tensors viewing it.
 // Kept in a pool and reused, so a steady-state run allocates only the outputs it returns.
 struct RunState {
-  std::shared_ptr<Buffer> arena;
+  std::vector<std::shared_ptr<Buffer>> arenas;  // one per memory space of the plan
   std::vector<Tensor> slots;  // constants and arena views filled in; inputs/outputs per run
   std::vector<const Tensor *> kernel_inputs;
   std::vector<Tensor *> kernel_outputs;
   std::vector<Tensor> contiguous_inputs;  // copies of non-contiguous caller inputs
+  DeviceStreams streams;
 };
 
 // Records per-step times into a RunProfile; does nothing (and reads no clock) without one.
@@ -114,13 +144,18 @@ struct Executable::Impl {
   std::vector<StepInfo> step_info;
   MemoryReport memory;
 
-  // Planned executables (every shape static): arena offset per slot, -1 for slots outside it
-  // (inputs, constants, graph outputs, which are allocated per run because callers keep them).
+  // Planned executables (every shape static): an arena per memory space, and per slot its arena
+  // and offset there (-1 for slots outside them: inputs, constants, graph outputs, which are
+  // allocated per run because callers keep them).
   bool planned = false;
   std::vector<int64_t> slot_offset;
-  size_t arena_bytes = 0;
+  std::vector<int> slot_arena;
+  struct Arena {
+    Allocator *allocator = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<Arena> arenas;
   size_t max_memory = 0;  // CompileOptions::max_memory: the budget of every run
-  Allocator *arena_allocator = nullptr;
 
   // A graph with input dims known only at run time: its plans per input-shape signature (null
   // for graphs whose plan above serves every run).

@@ -23,7 +23,8 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared,
-                               const std::vector<bool> &unused) {
+                               const std::vector<bool> &unused, Stream *stream,
+                               std::vector<const Tensor *> host_inputs) {
   const auto made = [&](size_t i) { return i >= unused.size() || !unused[i]; };
   std::vector<Tensor> copies;  // reserved: pointers into it stay valid
   copies.reserve(inputs.size());
@@ -33,11 +34,17 @@ std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
       if (made(i))
         outputs[i] = Tensor::empty((*types)[i].shape, (*types)[i].dtype, &backend.allocator());
 
-  KernelContext ctx{.attrs = attrs, .pool = pool, .op = op, .node = node, .prepared = prepared};
+  KernelContext ctx{.attrs = attrs,
+                    .pool = pool,
+                    .stream = stream,
+                    .op = op,
+                    .node = node,
+                    .prepared = prepared,
+                    .host_inputs = std::move(host_inputs)};
   for (const Tensor *t : inputs) {
     if (!t || !t->defined()) {
       ctx.inputs.push_back(nullptr);
-    } else if (t->is_contiguous()) {
+    } else if (t->is_contiguous() || !t->device().is_host()) {
       ctx.inputs.push_back(t);
     } else {
       copies.push_back(t->contiguous());
@@ -73,11 +80,35 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
     out_types = infer_types(schema, ictx);
   const DType dtype = kernel_dtype(ictx.inputs);
   Backend &backend = *place_node(op, dtype, backend_name, op).backend;
-  std::vector<const Tensor *> input_ptrs;
-  for (const Tensor &t : inputs) input_ptrs.push_back(&t);
-  return run_kernel(backend.find_kernel(op, dtype), backend, input_ptrs,
-                    by_kernel ? nullptr : &out_types, by_kernel ? size_t(schema.num_outputs) : 0,
-                    attrs, default_thread_pool(), op, op);
+  // A device whose memory is not the host's gets copies of the inputs and gives the outputs back
+  // (the eager API takes and returns host tensors).
+  const bool device = !backend.device().is_host();
+  std::unique_ptr<Stream> stream = device ? backend.new_stream() : nullptr;
+  std::vector<Tensor> on_device;
+  on_device.reserve(inputs.size());
+  std::vector<const Tensor *> input_ptrs, host_pointers;
+  for (const Tensor &t : inputs) {
+    host_pointers.push_back(t.defined() && t.device().is_host() ? &t : nullptr);
+    if (!device || !t.defined() || t.device() == backend.device()) {
+      input_ptrs.push_back(&t);
+      continue;
+    }
+    on_device.push_back(Tensor::empty(t.shape(), t.dtype(), &backend.allocator()));
+    backend.copy(on_device.back(), t, stream.get());
+    input_ptrs.push_back(&on_device.back());
+  }
+  std::vector<Tensor> outputs = run_kernel(
+      backend.find_kernel(op, dtype), backend, input_ptrs, by_kernel ? nullptr : &out_types,
+      by_kernel ? size_t(schema.num_outputs) : 0, attrs, default_thread_pool(), op, op, nullptr, {},
+      stream.get(), device ? host_pointers : std::vector<const Tensor *>{});
+  if (device)
+    for (Tensor &out : outputs) {
+      if (!out.defined()) continue;
+      Tensor host = Tensor::empty(out.shape(), out.dtype());
+      backend.copy(host, out, stream.get());
+      out = std::move(host);
+    }
+  return outputs;
 }
 
 std::vector<std::string> list_ops() {

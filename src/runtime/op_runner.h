@@ -22,12 +22,14 @@ void check_inputs(const OpSchema &schema, InferContext ctx);
 // Outputs flagged in `unused` (OpSchema::optional_outputs; shorter than the outputs or empty: the
 // rest are used) are not made: the kernel gets nullptr.
 // Inputs: nullptr (or an undefined tensor) for an omitted optional input; non-contiguous ones are
-// copied contiguous for the kernel.
+// copied contiguous for the kernel. `stream`: the device's queue the kernel records on (nullptr:
+// the kernel runs to completion before returning); `host_inputs`: KernelContext::host_inputs.
 std::vector<Tensor> run_kernel(KernelFn kernel, Backend &backend,
                                const std::vector<const Tensor *> &inputs,
                                const std::vector<TensorType> *types, size_t num_outputs,
                                const Attributes &attrs, ThreadPool &pool, std::string_view op,
                                std::string_view node, const void *prepared = nullptr,
-                               const std::vector<bool> &unused = {});
+                               const std::vector<bool> &unused = {}, Stream *stream = nullptr,
+                               std::vector<const Tensor *> host_inputs = {});
 
 }  // namespace lumen

@@ -18,7 +18,17 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   if (options_.num_threads < 0)
     fail("Runtime: num_threads must be >= 0, got ", options_.num_threads);
-  if (!options_.backend.empty()) get_backend(options_.backend);  // unknown names fail here
+  if (options_.backend == "auto") options_.backend.clear();  // the router weighs every device
+  // One backend pins every node; a comma-separated list limits placement to those. Unknown or
+  // unavailable names fail here.
+  const std::string_view names = options_.backend;
+  for (size_t start = 0; !names.empty() && start <= names.size();) {
+    const size_t comma = std::min(names.find(',', start), names.size());
+    const std::string_view name = names.substr(start, comma - start);
+    if (std::string why_not; !get_backend(name).available(&why_not))
+      fail("backend '", name, "' is not available here: ", why_not);
+    start = comma + 1;
+  }
   impl_ = std::make_unique<Impl>(options_.num_threads ? options_.num_threads
                                                       : ThreadPool::default_threads());
 }

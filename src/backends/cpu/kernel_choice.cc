@@ -1,6 +1,5 @@
 #include "backends/cpu/kernel_choice.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/cache_files.h"
 #include "core/cpu_isa.h"
 
 #if defined(__x86_64__)
@@ -22,45 +22,9 @@
 #endif
 
 namespace lumen::cpu {
-namespace {
 
-// Rounds of alternating runs (each candidate once per round; the minimum counts): at least
-// kMinRounds, more while the measurement is under kBudget, so small convs get many rounds and a
-// large one stays a fraction of a second.
-constexpr int kMinRounds = 2;
-constexpr int kMaxRounds = 15;
-constexpr auto kBudget = std::chrono::milliseconds(40);
-constexpr double kKeepRuleMargin = 1.03;
-
-std::string cache_path() {
-  if (const char *dir = std::getenv("LUMEN_CACHE_DIR"); dir && *dir)
-    return std::string(dir) + "/kernel_choices.tsv";
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/lumen/kernel_choices.tsv";
-  if (const char *home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/lumen/kernel_choices.tsv";
-  return "";
-}
-
-// This build of the library: its version, and the size and modification time of the shared
-// object that holds this code, so a rebuilt or upgraded Lumen (whose kernels may have changed)
-// measures again instead of trusting another build's choices.
-std::string build_id() {
-  std::ostringstream id;
-  id << "lumen " << LUMEN_VERSION_STRING;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void *>(&build_id), &info) && info.dli_fname) {
-    std::error_code size_error, time_error;
-    const auto size = std::filesystem::file_size(info.dli_fname, size_error);
-    const auto time = std::filesystem::last_write_time(info.dli_fname, time_error);
-    if (!size_error && !time_error)
-      id << " build " << size << "-" << time.time_since_epoch().count();
-  }
-  return id.str();
-}
-
-// What the timings depend on besides the step: the CPU model, the ISA the kernels use, the L2
-// size and the build. Tabs and newlines are the file's separators.
+// What the timings depend on besides the step and the build: the CPU model, the ISA the kernels
+// use, the L2 size. Tabs and newlines are the file's separators.
 std::string machine_id() {
   std::string model = "unknown-cpu";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -80,17 +44,28 @@ std::string machine_id() {
      << (isa == vec::Isa::Avx512 ? "avx512"
          : isa == vec::Isa::Avx2 ? "avx2"
                                  : "baseline")
-     << " / L2 " << l2 << " / " << build_id();
+     << " / L2 " << l2;
   std::string out = id.str();
   std::replace_if(
       out.begin(), out.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
   return out;
 }
 
+namespace {
+
+// Rounds of alternating runs (each candidate once per round; the minimum counts): at least
+// kMinRounds, more while the measurement is under kBudget, so small convs get many rounds and a
+// large one stays a fraction of a second.
+constexpr int kMinRounds = 2;
+constexpr int kMaxRounds = 15;
+constexpr auto kBudget = std::chrono::milliseconds(40);
+constexpr double kKeepRuleMargin = 1.03;
+
 // The choices made on this machine: "key \t threads" -> candidate name and its measurement.
 class ChoiceCache {
  public:
-  ChoiceCache() : path_(cache_path()), machine_(machine_id()) {
+  ChoiceCache()
+      : path_(cache_file_path("kernel_choices.tsv")), machine_(machine_id() + " / " + build_id()) {
     std::ifstream in(path_);
     for (std::string line; std::getline(in, line);) {
       std::vector<std::string> fields;

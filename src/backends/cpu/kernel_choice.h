@@ -48,6 +48,10 @@ void flush_from_caches(const void *data, size_t bytes);
 size_t choose_algorithm(const std::string &key, const std::vector<AlgorithmCandidate> &candidates,
                         size_t rule, int threads, std::string &report);
 
+// What CPU timings depend on besides the step and the build (core/cache_files.h): the CPU model,
+// the ISA the kernels use, the L2 size.
+std::string machine_id();
+
 // Whether choose_algorithm measures (LUMEN_CALIBRATE is not "0").
 bool calibration_enabled();
 

@@ -1,0 +1,144 @@
+// Element-wise kernels on Vulkan (float32): binary ops with broadcasting (binary.comp; variadic
+// max/min fold their inputs pairwise into the output) and activations and math (unary.comp).
+#include <limits>
+
+#include "backends/vulkan/kernels/strided.h"
+#include "backends/vulkan/vulkan_stream.h"
+#include "vulkan_shaders.h"
+
+namespace lumen::vulkan {
+namespace {
+
+void run_binary(KernelContext &ctx, uint32_t op) {
+  Tensor &out = ctx.output(0);
+  const Shape &shape = out.shape();
+  const std::vector<int64_t> own = contiguous_strides(shape);
+  if (ctx.inputs.size() == 1) return strided_copy(ctx, ctx.input(0), out, shape, own, own);
+  const Tensor *acc = &ctx.input(0);
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    const Tensor &b = ctx.input(i);
+    if (b.dtype() != DType::Float32)
+      ctx.fail("the Vulkan kernel takes float32 inputs; input ", i, " is ", dtype_name(b.dtype()));
+    // The accumulator and b read over the output's region; the output written contiguously
+    // (its offset is the piece's place in the output).
+    struct Push {
+      uint32_t n, op, rank, a_off, b_off, c_off;
+      uint32_t shape[kMaxDims], a_stride[kMaxDims], b_stride[kMaxDims];
+    };
+    const std::vector<int64_t> sa = broadcast_strides(acc->shape(), shape),
+                               sb = broadcast_strides(b.shape(), shape);
+    // Pieces come in the output's row-major order, each a contiguous block of it.
+    uint64_t written = 0;
+    for (const RegionPiece &piece : collapse(ctx, shape, sa, sb)) {
+      const Region &r = piece.region;
+      if (r.count > std::numeric_limits<uint32_t>::max()) ctx.fail("over 2^32 elements");
+      Push push{};
+      push.n = static_cast<uint32_t>(r.count);
+      push.op = op;
+      push.rank = r.rank;
+      push.a_off = static_cast<uint32_t>(element_offset(*acc) + piece.offset[0]);
+      push.b_off = static_cast<uint32_t>(element_offset(b) + piece.offset[1]);
+      for (uint32_t d = 0; d < r.rank; ++d) {
+        push.shape[d] = r.shape[d];
+        push.a_stride[d] = r.stride[0][d];
+        push.b_stride[d] = r.stride[1][d];
+      }
+      push.c_off = static_cast<uint32_t>(element_offset(out) + written);
+      written += r.count;
+      const Groups g = groups_for(r.count);
+      dispatch(ctx, shaders::binary, {acc, &b, &out}, push, g.x, g.y);
+    }
+    acc = &out;
+  }
+}
+
+template <uint32_t Op>
+void binary(KernelContext &ctx) {
+  run_binary(ctx, Op);
+}
+
+enum Unary : uint32_t {
+  kRelu,
+  kLeakyRelu,
+  kSigmoid,
+  kTanh,
+  kGelu,
+  kGeluTanh,
+  kSilu,
+  kElu,
+  kSoftplus,
+  kHardSigmoid,
+  kHardSwish,
+  kExp,
+  kLog,
+  kSqrt,
+  kNeg,
+  kAbs,
+  kClip
+};
+
+void run_unary(KernelContext &ctx, uint32_t op, float alpha, float beta) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const int64_t n = x.numel();
+  if (n > std::numeric_limits<uint32_t>::max()) ctx.fail("over 2^32 elements");
+  struct Push {
+    uint32_t n, op, x_off, y_off;
+    float alpha, beta;
+  } push{static_cast<uint32_t>(n), op, element_offset(x), element_offset(y), alpha, beta};
+  const Groups g = groups_for(static_cast<uint64_t>(n));
+  if (n) dispatch(ctx, shaders::unary, {&x, &y}, push, g.x, g.y);
+}
+
+template <uint32_t Op>
+void unary(KernelContext &ctx) {
+  run_unary(ctx, Op, 0, 0);
+}
+
+void leaky_relu(KernelContext &ctx) {
+  run_unary(ctx, kLeakyRelu, static_cast<float>(ctx.attrs.get_float("alpha", 0.01)), 0);
+}
+void elu(KernelContext &ctx) {
+  run_unary(ctx, kElu, static_cast<float>(ctx.attrs.get_float("alpha", 1.0)), 0);
+}
+void hard_sigmoid(KernelContext &ctx) {
+  run_unary(ctx, kHardSigmoid, static_cast<float>(ctx.attrs.get_float("alpha", 0.2)),
+            static_cast<float>(ctx.attrs.get_float("beta", 0.5)));
+}
+void clip(KernelContext &ctx) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  run_unary(ctx, kClip, static_cast<float>(ctx.attrs.get_float("min", -kInf)),
+            static_cast<float>(ctx.attrs.get_float("max", kInf)));
+}
+void gelu(KernelContext &ctx) {
+  run_unary(ctx, ctx.attrs.get_string("approximate", "none") == "tanh" ? kGeluTanh : kGelu, 0, 0);
+}
+
+}  // namespace
+
+#define LUMEN_VULKAN_KERNEL(op, fn) LUMEN_REGISTER_KERNEL("vulkan", op, fn, DType::Float32)
+LUMEN_VULKAN_KERNEL("add", binary<0>);
+LUMEN_VULKAN_KERNEL("sub", binary<1>);
+LUMEN_VULKAN_KERNEL("mul", binary<2>);
+LUMEN_VULKAN_KERNEL("div", binary<3>);
+LUMEN_VULKAN_KERNEL("pow", binary<4>);
+LUMEN_VULKAN_KERNEL("maximum", binary<5>);
+LUMEN_VULKAN_KERNEL("minimum", binary<6>);
+LUMEN_VULKAN_KERNEL("relu", unary<kRelu>);
+LUMEN_VULKAN_KERNEL("leaky_relu", leaky_relu);
+LUMEN_VULKAN_KERNEL("sigmoid", unary<kSigmoid>);
+LUMEN_VULKAN_KERNEL("tanh", unary<kTanh>);
+LUMEN_VULKAN_KERNEL("gelu", gelu);
+LUMEN_VULKAN_KERNEL("silu", unary<kSilu>);
+LUMEN_VULKAN_KERNEL("elu", elu);
+LUMEN_VULKAN_KERNEL("softplus", unary<kSoftplus>);
+LUMEN_VULKAN_KERNEL("hard_sigmoid", hard_sigmoid);
+LUMEN_VULKAN_KERNEL("hard_swish", unary<kHardSwish>);
+LUMEN_VULKAN_KERNEL("exp", unary<kExp>);
+LUMEN_VULKAN_KERNEL("log", unary<kLog>);
+LUMEN_VULKAN_KERNEL("sqrt", unary<kSqrt>);
+LUMEN_VULKAN_KERNEL("neg", unary<kNeg>);
+LUMEN_VULKAN_KERNEL("abs", unary<kAbs>);
+LUMEN_VULKAN_KERNEL("clip", clip);
+
+}  // namespace lumen::vulkan

@@ -1,0 +1,201 @@
+// MatMul and Gemm on Vulkan (matmul.comp: 64x64 tiles, strides for transposes and broadcast
+// batches), softmax / log-softmax along any axis (softmax.comp) and layer normalization
+// (layer_norm.comp), float32.
+#include <limits>
+
+#include "backends/vulkan/kernels/strided.h"
+#include "backends/vulkan/vulkan_stream.h"
+#include "vulkan_shaders.h"
+
+namespace lumen::vulkan {
+namespace {
+
+constexpr uint32_t kTile = 64;
+
+struct MatmulPush {
+  uint32_t M, N, K, a_off, b_off, bias_off, c_off;
+  uint32_t a_rs, a_cs, b_rs, b_cs, bias_rs, bias_cs, flags;
+  float alpha, beta;
+  uint32_t batch1, batch2;
+  uint32_t a_bs[3], b_bs[3];
+  uint32_t act;
+};
+
+uint32_t u32(const KernelContext &ctx, int64_t v) {
+  if (v < 0 || v > std::numeric_limits<uint32_t>::max()) ctx.fail("a size over 2^32");
+  return static_cast<uint32_t>(v);
+}
+
+// Runs matmul.comp for `batch` products (batch dims `batch_dims`, A and B strides per batch dim).
+void run_matmul(KernelContext &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &c,
+                MatmulPush push, const std::vector<int64_t> &batch_dims, std::vector<int64_t> a_bs,
+                std::vector<int64_t> b_bs) {
+  // Batch dims merged where both operands step evenly across them, to at most 3.
+  std::vector<int64_t> dims, sa, sb;
+  for (size_t d = 0; d < batch_dims.size(); ++d) {
+    if (batch_dims[d] == 1) continue;
+    if (!dims.empty() && sa.back() == a_bs[d] * batch_dims[d] &&
+        sb.back() == b_bs[d] * batch_dims[d]) {
+      dims.back() *= batch_dims[d];
+      sa.back() = a_bs[d];
+      sb.back() = b_bs[d];
+      continue;
+    }
+    dims.push_back(batch_dims[d]);
+    sa.push_back(a_bs[d]);
+    sb.push_back(b_bs[d]);
+  }
+  if (dims.size() > 3) ctx.fail("batch dims that do not merge into 3: ", dims.size());
+  while (dims.size() < 3)
+    dims.insert(dims.begin(), 1), sa.insert(sa.begin(), 0), sb.insert(sb.begin(), 0);
+  int64_t batch = dims[0] * dims[1] * dims[2];
+  push.batch1 = u32(ctx, dims[1]);
+  push.batch2 = u32(ctx, dims[2]);
+  for (int d = 0; d < 3; ++d) push.a_bs[d] = u32(ctx, sa[d]), push.b_bs[d] = u32(ctx, sb[d]);
+  push.a_off = element_offset(a);
+  push.b_off = element_offset(b);
+  push.c_off = element_offset(c);
+  if (bias) push.bias_off = element_offset(*bias), push.flags |= 1;
+  if (c.numel() == 0) return;
+  if (push.K == 0) ctx.fail("an inner dimension of 0");
+  dispatch(ctx, shaders::matmul, {&a, &b, bias ? bias : &a, &c}, push, (push.N + kTile - 1) / kTile,
+           (push.M + kTile - 1) / kTile, u32(ctx, batch));
+}
+
+void matmul(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &c = ctx.output(0);
+  // Vectors as matrices: A [K] -> [1, K], B [K] -> [K, 1].
+  Shape sa = a.shape(), sb = b.shape();
+  if (sa.rank() == 1) sa = Shape{1, sa[0]};
+  if (sb.rank() == 1) sb = Shape{sb[0], 1};
+  const int64_t M = sa[sa.rank() - 2], K = sa[sa.rank() - 1], N = sb[sb.rank() - 1];
+  const size_t batch_rank = std::max(sa.rank(), sb.rank()) - 2;
+  std::vector<int64_t> batch(batch_rank, 1), a_bs(batch_rank, 0), b_bs(batch_rank, 0);
+  const auto batch_of = [&](const Shape &s, std::vector<int64_t> &strides) {
+    const size_t own = s.rank() - 2, shift = batch_rank - own;
+    int64_t step = s[s.rank() - 2] * s[s.rank() - 1];
+    for (size_t d = own; d-- > 0;) {
+      batch[d + shift] = std::max(batch[d + shift], s[d]);
+      strides[d + shift] = s[d] == 1 ? 0 : step;
+      step *= s[d];
+    }
+  };
+  batch_of(sa, a_bs);
+  batch_of(sb, b_bs);
+  MatmulPush push{};
+  push.M = u32(ctx, M), push.N = u32(ctx, N), push.K = u32(ctx, K);
+  push.a_rs = u32(ctx, K), push.a_cs = 1, push.b_rs = u32(ctx, N), push.b_cs = 1;
+  push.alpha = 1;
+  run_matmul(ctx, a, b, nullptr, c, push, batch, a_bs, b_bs);
+}
+
+void gemm(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &c = ctx.output(0);
+  const bool ta = ctx.attrs.get_int("transA", 0) != 0, tb = ctx.attrs.get_int("transB", 0) != 0;
+  const int64_t M = ta ? a.shape()[1] : a.shape()[0], K = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t N = tb ? b.shape()[0] : b.shape()[1];
+  MatmulPush push{};
+  push.M = u32(ctx, M), push.N = u32(ctx, N), push.K = u32(ctx, K);
+  // Element (m, k) of op(A) is at m * rs + k * cs: a transpose swaps the strides.
+  push.a_rs = u32(ctx, ta ? 1 : K), push.a_cs = u32(ctx, ta ? M : 1);
+  push.b_rs = u32(ctx, tb ? 1 : N), push.b_cs = u32(ctx, tb ? K : 1);
+  push.alpha = static_cast<float>(ctx.attrs.get_float("alpha", 1.0));
+  push.beta = static_cast<float>(ctx.attrs.get_float("beta", 1.0));
+  const Tensor *bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (bias) {
+    const std::vector<int64_t> s = broadcast_strides(bias->shape(), Shape{M, N});
+    push.bias_rs = u32(ctx, s[0]), push.bias_cs = u32(ctx, s[1]);
+  }
+  run_matmul(ctx, a, b, bias, c, push, {}, {}, {});
+}
+
+// A workgroup per row: rows in x, spilling into y past 65535.
+void row_groups(uint64_t rows, uint32_t &gx, uint32_t &gy) {
+  gx = static_cast<uint32_t>(std::min<uint64_t>(rows, 65535));
+  gy = gx ? static_cast<uint32_t>((rows + gx - 1) / gx) : 0;
+}
+
+void run_softmax(KernelContext &ctx, bool log) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const Shape &s = x.shape();
+  if (x.numel() == 0) return;
+  const size_t axis = s.normalize_axis(ctx.attrs.get_int("axis", -1));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  struct Push {
+    uint32_t rows, len, inner, x_off, y_off, log_softmax;
+  } push{u32(ctx, outer * inner), u32(ctx, s[axis]), u32(ctx, inner),
+         element_offset(x),       element_offset(y), log ? 1u : 0u};
+  uint32_t gx, gy;
+  row_groups(push.rows, gx, gy);
+  dispatch(ctx, shaders::softmax, {&x, &y}, push, gx, gy);
+}
+void softmax(KernelContext &ctx) {
+  run_softmax(ctx, false);
+}
+void log_softmax(KernelContext &ctx) {
+  run_softmax(ctx, true);
+}
+
+void layer_norm(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &scale = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const Shape &s = x.shape();
+  const size_t axis = s.normalize_axis(ctx.attrs.get_int("axis", -1));
+  int64_t len = 1;
+  for (size_t d = axis; d < s.rank(); ++d) len *= s[d];
+  const auto stride_of = [&](const Tensor &t, const char *what) -> uint32_t {
+    if (t.numel() == len) return 1;
+    if (t.numel() == 1) return 0;
+    ctx.fail(what, " must have the normalized shape's ", len, " elements or one; got ",
+             t.shape().to_string());
+  };
+  struct Push {
+    uint32_t rows, len, x_off, scale_off, bias_off, y_off, mean_off, inv_off, flags;
+    uint32_t scale_stride, bias_stride;
+    float epsilon;
+  } push{};
+  if (x.numel() == 0) return;
+  push.rows = u32(ctx, x.numel() / len);
+  push.len = u32(ctx, len);
+  push.x_off = element_offset(x);
+  push.scale_off = element_offset(scale);
+  push.scale_stride = stride_of(scale, "scale");
+  push.y_off = element_offset(y);
+  push.epsilon = static_cast<float>(ctx.attrs.get_float("epsilon", 1e-5));
+  const Tensor *bias = &x, *mean = &y, *inv = &y;
+  if (ctx.has_input(2)) {
+    bias = &ctx.input(2);
+    push.bias_off = element_offset(*bias);
+    push.bias_stride = stride_of(*bias, "bias");
+    push.flags |= 1;
+  }
+  const bool stats = ctx.outputs.size() > 2 && ctx.outputs[1] && ctx.outputs[2];
+  if (!stats && ctx.outputs.size() > 1 &&
+      (ctx.outputs[1] || (ctx.outputs.size() > 2 && ctx.outputs[2])))
+    ctx.fail("the Vulkan kernel makes the mean and inverse std only together");
+  if (stats) {
+    mean = ctx.outputs[1];
+    inv = ctx.outputs[2];
+    push.mean_off = element_offset(*mean);
+    push.inv_off = element_offset(*inv);
+    push.flags |= 2;
+  }
+  uint32_t gx, gy;
+  row_groups(push.rows, gx, gy);
+  dispatch(ctx, shaders::layer_norm, {&x, &scale, bias, &y, mean, inv}, push, gx, gy);
+}
+
+}  // namespace
+
+LUMEN_REGISTER_KERNEL("vulkan", "matmul", matmul, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "gemm", gemm, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "softmax", softmax, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "log_softmax", log_softmax, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "layer_norm", layer_norm, DType::Float32);
+
+}  // namespace lumen::vulkan

@@ -1,0 +1,104 @@
+// Data movement on Vulkan, all one strided copy (strided_copy.comp): reshape-like ops (when the
+// plan could not make them views), transpose, concat, expand and slice, on float32 and int32 (the
+// copy moves 32-bit words; int64 tensors are mostly shapes, which the host computes with).
+#include <algorithm>
+
+#include "backends/vulkan/kernels/strided.h"
+
+namespace lumen::vulkan {
+namespace {
+
+void copy_whole(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  if (x.raw_data() == y.raw_data()) return;  // the plan made it a view
+  const Shape flat{x.numel()};
+  strided_copy(ctx, x, y, flat, {1}, {1});
+}
+
+void transpose(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const size_t rank = x.rank();
+  std::vector<int64_t> perm = ctx.attrs.get_ints("perm", {});
+  if (perm.empty())
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  const std::vector<int64_t> in = contiguous_strides(x.shape());
+  std::vector<int64_t> read(rank);
+  for (size_t d = 0; d < rank; ++d) read[d] = in[static_cast<size_t>(perm[d])];
+  strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()));
+}
+
+void concat(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const size_t axis = y.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const std::vector<int64_t> out = contiguous_strides(y.shape());
+  int64_t at = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Tensor &x = ctx.input(i);
+    if (x.raw_data() != static_cast<const std::byte *>(y.raw_data()) +
+                            at * out[axis] * static_cast<int64_t>(dtype_size(y.dtype())))
+      strided_copy(ctx, x, y, x.shape(), contiguous_strides(x.shape()), out, 0, at * out[axis]);
+    at += x.shape()[axis];
+  }
+}
+
+void expand(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  strided_copy(ctx, x, y, y.shape(), broadcast_strides(x.shape(), y.shape()),
+               contiguous_strides(y.shape()));
+}
+
+// Slice's starts, axes and steps are read on the host (KernelContext::host_input): the copy of
+// each the graph holds in host memory, never the device's (reading that would wait for it).
+std::vector<int64_t> host_ints(KernelContext &ctx, size_t i) {
+  const Tensor *t = ctx.host_input(i);
+  if (!t) ctx.fail("on Vulkan, slice input ", i, " must be computed on the host, not the device");
+  std::vector<int64_t> v;
+  for (int64_t k = 0; k < t->numel(); ++k)
+    v.push_back(t->dtype() == DType::Int64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k]);
+  return v;
+}
+
+void slice(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  const std::vector<int64_t> starts = host_ints(ctx, 1);
+  std::vector<int64_t> axes, steps(starts.size(), 1);
+  if (ctx.has_input(3)) {
+    axes = host_ints(ctx, 3);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (ctx.has_input(4)) steps = host_ints(ctx, 4);
+  const std::vector<int64_t> in = contiguous_strides(x.shape());
+  std::vector<int64_t> read = in;
+  int64_t offset = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t axis = x.shape().normalize_axis(axes[i]);
+    const int64_t dim = x.shape()[axis], step = steps[i];
+    int64_t start = starts[i];
+    if (start < 0) start += dim;
+    start = step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
+    offset += start * in[axis];
+    read[axis] = in[axis] * step;  // negative steps walk backwards (uint arithmetic wraps)
+  }
+  strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()), offset, 0);
+}
+
+}  // namespace
+
+#define LUMEN_VULKAN_MOVEMENT(op, fn) \
+  LUMEN_REGISTER_KERNEL("vulkan", op, fn, DType::Float32, DType::Int32)
+LUMEN_VULKAN_MOVEMENT("reshape", copy_whole);
+LUMEN_VULKAN_MOVEMENT("flatten", copy_whole);
+LUMEN_VULKAN_MOVEMENT("squeeze", copy_whole);
+LUMEN_VULKAN_MOVEMENT("unsqueeze", copy_whole);
+LUMEN_VULKAN_MOVEMENT("transpose", transpose);
+LUMEN_VULKAN_MOVEMENT("concat", concat);
+LUMEN_VULKAN_MOVEMENT("expand", expand);
+LUMEN_VULKAN_MOVEMENT("slice", slice);
+
+}  // namespace lumen::vulkan

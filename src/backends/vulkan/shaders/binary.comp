@@ -1,0 +1,46 @@
+// Element-wise binary ops with NumPy broadcasting: c[i] = op(a[ia], b[ib]) over the output's
+// (collapsed, rank <= 6) shape, a broadcast dim having stride 0.
+#version 450
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer C { float c[]; };
+layout(push_constant) uniform Push {
+  uint n, op, rank, a_off, b_off, c_off;
+  uint shape[6];
+  uint a_stride[6];
+  uint b_stride[6];
+} p;
+
+float power(float x, float y) {
+  if (y == 0.0) return 1.0;
+  float r = pow(abs(x), y);
+  if (x < 0.0) {
+    if (floor(y) != y) return uintBitsToFloat(0x7fc00000u);  // NaN, as std::pow
+    if (mod(y, 2.0) != 0.0) r = -r;
+  }
+  return x == 0.0 ? (y > 0.0 ? 0.0 : 1.0 / 0.0) : r;
+}
+
+void main() {
+  uint i = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256 + gl_GlobalInvocationID.x;
+  if (i >= p.n) return;
+  uint ia = p.a_off, ib = p.b_off, r = i;
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    uint k = r % p.shape[d];
+    r /= p.shape[d];
+    ia += k * p.a_stride[d];
+    ib += k * p.b_stride[d];
+  }
+  float x = a[ia], y = b[ib], z;
+  switch (p.op) {
+    case 0: z = x + y; break;
+    case 1: z = x - y; break;
+    case 2: z = x * y; break;
+    case 3: z = x / y; break;
+    case 4: z = power(x, y); break;
+    case 5: z = isnan(x) || isnan(y) ? x + y : max(x, y); break;
+    default: z = isnan(x) || isnan(y) ? x + y : min(x, y); break;
+  }
+  c[p.c_off + i] = z;
+}

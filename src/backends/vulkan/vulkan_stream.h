@@ -1,0 +1,79 @@
+// Recording and running compute work. A pipeline per shader (SPIR-V compiled from
+// shaders/<name>.comp by glslc at build time and embedded in the library), created on first use
+// and kept. A stream records dispatches into one command buffer, each followed by a barrier, and
+// submits them all at synchronize(): the steps of a plan that run on Vulkan one after another go
+// to the GPU as one submission, and the host waits only where it needs a result (a copy back, the
+// end of a run).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/kernel.h"
+#include "lumen/device.h"
+#include "lumen/tensor.h"
+
+namespace lumen::vulkan {
+
+// SPIR-V of shaders/<name>.comp (the generated vulkan_shaders.h declares one per file). Its
+// storage buffers are bindings 0, 1, ... in the order dispatch() gets the tensors.
+struct Shader {
+  const char *name;
+  const uint32_t *words;
+  size_t bytes;
+};
+
+// Push constants: at most 128 bytes (every Vulkan device has that many).
+inline constexpr size_t kMaxPushBytes = 128;
+
+class VulkanStream final : public Stream {
+ public:
+  VulkanStream();
+  ~VulkanStream() override;
+  Device device() const override;
+  void synchronize() override;
+
+  // Records one dispatch of `shader` over `tensors` (bound whole: kernels pass element offsets
+  // in their push constants, see element_offset) with `push` bytes of push constants.
+  void dispatch(const Shader &shader, const std::vector<const Tensor *> &tensors, const void *push,
+                size_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  // Records a copy between two Vulkan buffers (device or staging addresses).
+  void copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset, size_t bytes);
+
+ private:
+  void begin_if_needed();
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
+  uint32_t sets_used_ = 0;
+  bool recording_ = false;
+};
+
+// Where a tensor starts in its buffer, in elements of its dtype (what shaders index by).
+uint32_t element_offset(const Tensor &t);
+
+// Groups of 256 invocations covering n items: x up to 65535, the rest in y (shaders compute
+// their index as gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256 + gl_GlobalInvocationID.x).
+struct Groups {
+  uint32_t x = 1, y = 1;
+};
+Groups groups_for(uint64_t n);
+
+// Runs one dispatch for a kernel: on the step's stream where the executor gave one (submitted
+// with the others at the next synchronization), else on a stream of its own, waited for.
+template <class Push>
+void dispatch(KernelContext &ctx, const Shader &shader, const std::vector<const Tensor *> &tensors,
+              const Push &push, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1) {
+  static_assert(sizeof(Push) <= kMaxPushBytes, "push constants over 128 bytes");
+  if (auto *stream = dynamic_cast<VulkanStream *>(ctx.stream)) {
+    stream->dispatch(shader, tensors, &push, sizeof(Push), gx, gy, gz);
+    return;
+  }
+  VulkanStream own;
+  own.dispatch(shader, tensors, &push, sizeof(Push), gx, gy, gz);
+  own.synchronize();
+}
+
+}  // namespace lumen::vulkan

@@ -1,0 +1,318 @@
+// The Vulkan backend's kernels against the reference backend, one table of cases that must cover
+// every (op, dtype) the backend registers; a pinned graph, a mixed graph (the router splits it
+// between Vulkan and the CPU when the cost cache says Vulkan is fast) and a 2048 x 2048 MatMul.
+// Every test skips with the reason where no Vulkan device exists (LUMEN_VULKAN=0, no driver). In
+// CI they run on Mesa's lavapipe. Tolerances: 1e-5 relative + 1e-5 absolute for element-wise and
+// movement ops, 1e-4 for reductions over rows (softmax, layer_norm: other summation orders),
+// 1e-4 relative + 1e-3 absolute for MatMul/Gemm/conv over up to ~600 terms.
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "compile/cost_model.h"
+#include "core/backend.h"
+#include "core/thread_pool.h"
+#include "op_test_util.h"
+
+namespace lumen {
+namespace {
+
+using testing::all_close;
+using testing::random_tensor;
+
+bool vulkan_here(std::string &why_not) {
+  Backend *b = find_backend("vulkan");
+  if (!b) {
+    why_not =
+        "Lumen was built without the Vulkan backend (LUMEN_WITH_VULKAN, libvulkan-dev, glslc)";
+    return false;
+  }
+  return b->available(&why_not);
+}
+
+#define SKIP_WITHOUT_VULKAN()                                                   \
+  do {                                                                          \
+    std::string why_not;                                                        \
+    if (!vulkan_here(why_not)) GTEST_SKIP() << "no Vulkan device: " << why_not; \
+  } while (0)
+
+struct Case {
+  std::string op;
+  std::vector<Tensor> inputs;
+  Attributes attrs = {};
+  double rtol = 1e-5, atol = 1e-5;
+};
+
+Tensor ints(const Shape &shape, std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>(shape, v);
+}
+Tensor scalar(float v) {
+  return Tensor::from_vector<float>({}, {v});
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  const auto r = [](const Shape &s, uint64_t seed, double lo = -2, double hi = 2) {
+    return random_tensor(s, seed, lo, hi);
+  };
+  for (const char *op : {"add", "sub", "mul", "div", "maximum", "minimum"}) {
+    c.push_back({op, {r({2, 3, 4}, 1), r({4}, 2, 0.5, 2)}});
+    c.push_back({op, {r({2, 1, 4}, 3), r({3, 1}, 4, 0.5, 2)}});
+    c.push_back({op, {r({5, 7}, 5), scalar(1.5f)}});
+    c.push_back({op, {r({2, 3, 4, 5, 6, 7, 2}, 6), r({1, 3, 1, 5, 1, 7, 1}, 7, 0.5, 2)}});
+  }
+  c.push_back({"pow", {r({3, 4}, 11, 0.1, 3), r({4}, 12)}});
+  c.push_back(
+      {"pow", {r({3, 4}, 13, -3, 3), Tensor::from_vector<float>({1}, {3})}, {}, 1e-5, 1e-4});
+  for (const char *op :
+       {"relu", "sigmoid", "tanh", "silu", "softplus", "hard_swish", "exp", "neg", "abs"})
+    c.push_back({op, {r({3, 50}, 20, -6, 6)}});
+  c.push_back({"log", {r({3, 50}, 21, 0.01, 5)}});
+  c.push_back({"sqrt", {r({3, 50}, 22, 0, 5)}});
+  c.push_back({"gelu", {r({3, 50}, 23, -5, 5)}});
+  c.push_back({"gelu", {r({3, 50}, 24, -5, 5)}, Attributes{{"approximate", "tanh"}}});
+  c.push_back({"leaky_relu", {r({3, 50}, 25)}, Attributes{{"alpha", 0.3}}});
+  c.push_back({"elu", {r({3, 50}, 26)}, Attributes{{"alpha", 0.7}}});
+  c.push_back(
+      {"hard_sigmoid", {r({3, 50}, 27, -6, 6)}, Attributes{{"alpha", 0.25}, {"beta", 0.4}}});
+  c.push_back({"clip", {r({3, 50}, 28)}, Attributes{{"min", -0.5}, {"max", 0.75}}});
+  c.push_back({"clip", {r({3, 50}, 29)}, Attributes{{"max", 0.25}}});
+
+  const double mm_rtol = 1e-4, mm_atol = 1e-3;
+  c.push_back({"matmul", {r({64, 70}, 30), r({70, 33}, 31)}, {}, mm_rtol, mm_atol});
+  c.push_back({"matmul", {r({2, 3, 17, 9}, 32), r({2, 3, 9, 20}, 33)}, {}, mm_rtol, mm_atol});
+  c.push_back({"matmul", {r({2, 1, 5, 6}, 34), r({3, 6, 7}, 35)}, {}, mm_rtol, mm_atol});
+  c.push_back({"matmul", {r({6}, 36), r({6, 4}, 37)}, {}, mm_rtol, mm_atol});
+  c.push_back({"matmul", {r({3, 5, 6}, 38), r({6}, 39)}, {}, mm_rtol, mm_atol});
+  c.push_back({"matmul", {r({130, 300}, 40), r({300, 70}, 41)}, {}, mm_rtol, mm_atol});
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      const Shape a = ta ? Shape{20, 70} : Shape{70, 20}, b = tb ? Shape{90, 20} : Shape{20, 90};
+      const Attributes attrs = Attributes{{"transA", int64_t(ta)}, {"transB", int64_t(tb)}};
+      c.push_back({"gemm", {r(a, 42), r(b, 43), r({90}, 44)}, attrs, mm_rtol, mm_atol});
+    }
+  c.push_back({"gemm",
+               {r({70, 20}, 45), r({20, 90}, 46), r({70, 1}, 47)},
+               Attributes{{"alpha", 0.5}, {"beta", 2.0}},
+               mm_rtol,
+               mm_atol});
+  c.push_back({"gemm", {r({70, 20}, 48), r({20, 90}, 49), r({70, 90}, 50)}, {}, mm_rtol, mm_atol});
+  c.push_back({"gemm", {r({7, 20}, 51), r({20, 9}, 52), scalar(0.25f)}, {}, mm_rtol, mm_atol});
+  c.push_back({"gemm", {r({7, 20}, 53), r({20, 9}, 54)}, {}, mm_rtol, mm_atol});
+
+  for (int64_t axis : {0, 1, -1}) {
+    c.push_back({"softmax", {r({3, 40, 5}, 60, -5, 5)}, Attributes{{"axis", axis}}, 1e-4, 1e-6});
+    c.push_back(
+        {"log_softmax", {r({3, 40, 5}, 61, -5, 5)}, Attributes{{"axis", axis}}, 1e-4, 1e-5});
+  }
+  c.push_back({"softmax", {r({2, 1000}, 62, -5, 5)}, {}, 1e-4, 1e-6});
+  c.push_back({"layer_norm",
+               {r({4, 6, 96}, 63), r({96}, 64), r({96}, 65)},
+               Attributes{{"epsilon", 1e-3}},
+               1e-4,
+               1e-4});
+  c.push_back({"layer_norm",
+               {r({4, 6, 40}, 66), r({6, 40}, 67)},
+               Attributes{{"axis", int64_t{-2}}},
+               1e-4,
+               1e-4});
+  c.push_back({"layer_norm", {r({5, 700}, 68), scalar(1.5f), scalar(-0.5f)}, {}, 1e-4, 1e-4});
+
+  const double conv_rtol = 1e-4, conv_atol = 1e-4;
+  c.push_back({"conv2d",
+               {r({1, 3, 9, 11}, 70), r({4, 3, 3, 3}, 71), r({4}, 72)},
+               Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+               conv_rtol,
+               conv_atol});
+  c.push_back({"conv2d",
+               {r({2, 4, 12, 12}, 73), r({6, 2, 3, 3}, 74)},
+               Attributes{{"strides", std::vector<int64_t>{2, 2}},
+                          {"dilations", std::vector<int64_t>{2, 2}},
+                          {"group", int64_t{2}}},
+               conv_rtol,
+               conv_atol});
+  c.push_back({"conv2d",
+               {r({1, 8, 7, 7}, 75), r({8, 1, 5, 5}, 76), r({8}, 77)},
+               Attributes{{"pads", std::vector<int64_t>{2, 1, 0, 2}}, {"group", int64_t{8}}},
+               conv_rtol,
+               conv_atol});
+  c.push_back({"max_pool2d",
+               {r({2, 3, 9, 9}, 80)},
+               Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                          {"strides", std::vector<int64_t>{2, 2}},
+                          {"pads", std::vector<int64_t>{1, 1, 1, 1}}}});
+  for (int64_t include : {0, 1})
+    c.push_back({"avg_pool2d",
+                 {r({2, 3, 8, 7}, 81)},
+                 Attributes{{"kernel_shape", std::vector<int64_t>{3, 2}},
+                            {"strides", std::vector<int64_t>{2, 2}},
+                            {"pads", std::vector<int64_t>{1, 0, 1, 1}},
+                            {"count_include_pad", include}}});
+  c.push_back({"global_avg_pool", {r({2, 5, 6, 7}, 82)}, {}, 1e-5, 1e-5});
+  c.push_back({"global_max_pool", {r({2, 5, 6, 7}, 83)}});
+
+  c.push_back({"reshape", {r({2, 3, 4}, 90), ints({2}, {4, 6})}});
+  c.push_back({"flatten", {r({2, 3, 4}, 91)}, Attributes{{"axis", int64_t{2}}}});
+  c.push_back({"squeeze", {r({2, 1, 4}, 92), ints({1}, {1})}});
+  c.push_back({"unsqueeze", {r({2, 4}, 93), ints({1}, {0})}});
+  c.push_back(
+      {"transpose", {r({2, 3, 4, 5}, 94)}, Attributes{{"perm", std::vector<int64_t>{0, 2, 3, 1}}}});
+  c.push_back({"concat",
+               {r({2, 3, 4}, 95), r({2, 5, 4}, 96), r({2, 1, 4}, 97)},
+               Attributes{{"axis", int64_t{1}}}});
+  c.push_back({"expand", {r({3, 1}, 98), ints({3}, {2, 3, 4})}});
+  c.push_back({"slice",
+               {r({5, 6, 7}, 99), ints({2}, {1, -2}), ints({2}, {4, 0}), ints({2}, {0, 2}),
+                ints({2}, {2, -2})}});
+  c.push_back({"slice", {r({5, 6}, 100), ints({1}, {2}), ints({1}, {100})}});
+  c.push_back({"slice",
+               {r({5, 6}, 101).reshape({5, 6}), ints({1}, {-1}), ints({1}, {-100}), ints({1}, {1}),
+                ints({1}, {-1})}});
+  return c;
+}
+
+bool movement(const std::string &op) {
+  for (const char *m :
+       {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "concat", "expand", "slice"})
+    if (op == m) return true;
+  return false;
+}
+
+// Float values times 1000, rounded, as int32 or int64 (distinct values, so a misplaced word shows).
+Tensor as_ints(const Tensor &t, DType dtype) {
+  Tensor out = Tensor::empty(t.shape(), dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t v = std::llround(t.data<float>()[i] * 1000) + (int64_t{1} << 40) * (i % 3);
+    if (dtype == DType::Int64)
+      out.data<int64_t>()[i] = v;
+    else
+      out.data<int32_t>()[i] = static_cast<int32_t>(v % 1000000);
+  }
+  return out;
+}
+
+TEST(Vulkan, EveryKernelMatchesTheReferenceAndHasACase) {
+  SKIP_WITHOUT_VULKAN();
+  std::set<std::pair<std::string, DType>> covered;
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(c.op + " " + c.attrs.to_string());
+    const auto expected = call_op(c.op, c.inputs, c.attrs, "reference");
+    const auto actual = call_op(c.op, c.inputs, c.attrs, "vulkan");
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_TRUE(actual[i].device().is_host());
+      EXPECT_TRUE(all_close(actual[i], expected[i], c.rtol, c.atol)) << "output " << i;
+    }
+    covered.insert({c.op, c.inputs[0].dtype()});
+  }
+  // Movement ops copy 32-bit words: every float32 case again on int32 data.
+  for (const Case &c : cases()) {
+    if (!movement(c.op) || c.inputs[0].dtype() != DType::Float32) continue;
+    for (DType dtype : {DType::Int32}) {
+      SCOPED_TRACE(c.op + " " + std::string(dtype_name(dtype)));
+      std::vector<Tensor> inputs = c.inputs;
+      for (Tensor &t : inputs)
+        if (t.dtype() == DType::Float32) t = as_ints(t, dtype);
+      const auto expected = call_op(c.op, inputs, c.attrs, "reference");
+      const auto actual = call_op(c.op, inputs, c.attrs, "vulkan");
+      EXPECT_TRUE(all_close(actual.at(0), expected.at(0), 0, 0));
+      covered.insert({c.op, dtype});
+    }
+  }
+  for (const auto &[op, dtype] : kernel_registry("vulkan").entries())
+    EXPECT_TRUE(covered.count({op, dtype}))
+        << "the Vulkan kernel (" << op << ", " << dtype_name(dtype) << ") has no case here";
+}
+
+TEST(Vulkan, APinnedGraphListsWhatVulkanCannotRun) {
+  SKIP_WITHOUT_VULKAN();
+  Graph g;
+  Value *x = g.add_input("x", {4, 4});
+  g.mark_output(g.add_op("cumsum", {x, g.add_constant("axis", ints({}, {0}))}, {}, "running"));
+  Runtime rt{RuntimeOptions{.backend = "vulkan"}};
+  testing::expect_error([&] { g.compile(&rt); },
+                        {"backend 'vulkan' has no kernel for 1 node: 'running' (cumsum, float32)"});
+}
+
+// A graph pinned to Vulkan: copies in and out only, the result the CPU's.
+TEST(Vulkan, PinnedGraphRunsWithCopiesAtTheEdges) {
+  SKIP_WITHOUT_VULKAN();
+  Graph g;
+  Value *x = g.add_input("x", {8, 32});
+  Value *h = g.add_op("gemm", {x, g.add_constant("w1", random_tensor({32, 64}, 1)),
+                               g.add_constant("b1", random_tensor({64}, 2))});
+  h = g.add_op("relu", {h});
+  h = g.add_op("matmul", {h, g.add_constant("w2", random_tensor({64, 10}, 3))});
+  g.mark_output(g.add_op("softmax", {h}, Attributes{{"axis", int64_t{-1}}}));
+  Runtime vk{RuntimeOptions{.backend = "vulkan"}}, cpu{RuntimeOptions{.backend = "cpu"}};
+  Executable *on_vulkan = g.compile(&vk);
+  std::map<std::string, int> ops;
+  for (const StepInfo &s : on_vulkan->steps()) ++ops[s.op == "copy" ? "copy" : s.backend];
+  EXPECT_EQ(ops["vulkan"], 4);
+  EXPECT_EQ(ops["copy"], 2);
+  EXPECT_EQ(on_vulkan->memory().spaces.size(), 1u) << "every intermediate on vulkan:0";
+  EXPECT_EQ(on_vulkan->memory().spaces[0].space, "vulkan:0");
+  const Tensor in = random_tensor({8, 32}, 4);
+  for (int run = 0; run < 3; ++run)  // the run state (arena, stream) is reused
+    EXPECT_TRUE(
+        all_close(on_vulkan->execute({in})[0], g.compile(&cpu)->execute({in})[0], 1e-4, 1e-5));
+}
+
+TEST(Vulkan, LargeMatmul2048) {
+  SKIP_WITHOUT_VULKAN();
+  // Seconds on lavapipe; the runs with the CPU kernels capped to other ISAs need it only once.
+  if (std::getenv("LUMEN_CPU_ISA")) GTEST_SKIP() << "runs in the default-ISA pass";
+  const Tensor a = random_tensor({2048, 2048}, 5), b = random_tensor({2048, 2048}, 6);
+  const Tensor got = call_op("matmul", {a, b}, {}, "vulkan")[0];
+  const Tensor want = call_op("matmul", {a, b}, {}, "cpu")[0];
+  EXPECT_TRUE(all_close(got, want, 1e-3, 2e-3));
+}
+
+// The router puts the GEMMs on Vulkan when the cost cache says it is fast, and cumsum (no Vulkan
+// kernel) on the CPU, with copies exactly where values cross.
+TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
+  SKIP_WITHOUT_VULKAN();
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("lumen_vulkan_mixed_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string old;
+  if (const char *v = std::getenv("LUMEN_CACHE_DIR")) old = v;
+  setenv("LUMEN_CACHE_DIR", dir.c_str(), 1);
+  CostModel::instance().reset();
+  Runtime rt{RuntimeOptions{.num_threads = 2}};
+  {
+    std::ofstream out(dir / "device_costs.tsv");
+    CostModel &m = CostModel::instance();
+    out << m.key(get_backend("cpu"), rt.thread_pool()) << "\tprofile\t10\t5\t5\n"
+        << m.key(get_backend("vulkan"), rt.thread_pool()) << "\tprofile\t10000\t500\t5\n"
+        << m.key(get_backend("vulkan"), rt.thread_pool()) << "\tlink\t50\t5\n";
+  }
+  Graph g;
+  Value *x = g.add_input("x", {256, 256});
+  Value *h = g.add_op("matmul", {x, g.add_constant("w1", random_tensor({256, 256}, 1))}, {}, "mm1");
+  h = g.add_op("cumsum", {h, g.add_constant("axis", ints({}, {1}))}, {}, "running");
+  h = g.add_op("matmul", {h, g.add_constant("w2", random_tensor({256, 256}, 2))}, {}, "mm2");
+  g.mark_output(h);
+  Executable *exe = g.compile(&rt);
+  std::vector<std::string> order;
+  for (const StepInfo &s : exe->steps()) order.push_back(s.op + "@" + s.backend);
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"copy@vulkan", "matmul@vulkan", "copy@vulkan", "cumsum@cpu",
+                                      "copy@vulkan", "matmul@vulkan", "copy@vulkan"}));
+  Runtime cpu{RuntimeOptions{.backend = "cpu"}};
+  const Tensor in = random_tensor({256, 256}, 3);
+  EXPECT_TRUE(all_close(exe->execute({in})[0], g.compile(&cpu)->execute({in})[0], 1e-4, 1e-2));
+  if (old.empty())
+    unsetenv("LUMEN_CACHE_DIR");
+  else
+    setenv("LUMEN_CACHE_DIR", old.c_str(), 1);
+  CostModel::instance().reset();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lumen
