@@ -130,6 +130,15 @@ run_tests() {
   PYTHONPATH="$BUILD_DIR/python" "$PY" -m lumen.conformance \
     --expect "$ROOT/tests/onnx/expected_pass.txt" --json "$BUILD_DIR/conformance.json" \
     --also-opt-level 0
+  # The same suite pinned to the Vulkan backend (lavapipe here: Mesa's software Vulkan): what it
+  # has kernels for must keep passing (tests/onnx/expected_pass_vulkan.txt); the rest is skipped.
+  if PYTHONPATH="$BUILD_DIR/python" "$PY" -c 'import lumen, sys; sys.exit(not any(d["backend"] == "vulkan" and d["available"] for d in lumen.devices()))'; then
+    log "ONNX conformance on Vulkan (fails on a regression against tests/onnx/expected_pass_vulkan.txt)"
+    PYTHONPATH="$BUILD_DIR/python" "$PY" -m lumen.conformance --backend vulkan \
+      --expect "$ROOT/tests/onnx/expected_pass_vulkan.txt" --json "$BUILD_DIR/conformance_vulkan.json"
+  else
+    log "no Vulkan device here: Vulkan conformance skipped ($(PYTHONPATH="$BUILD_DIR/python" "$PY" -c 'import lumen; print(*[d["why_not"] for d in lumen.devices() if d["backend"] == "vulkan"] or ["built without Vulkan"])'))"
+  fi
   log "Python tests"
   PYTHONPATH="$BUILD_DIR/python" "$PY" -m pytest "$ROOT/tests/python" -q
   log "Benchmark smoke run: lumen bench on SqueezeNet against onnxruntime (fails only on an error or disagreeing outputs, never on speed)"

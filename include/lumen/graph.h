@@ -3,6 +3,7 @@
 // hands out stay valid until the node/value is removed or the Graph is destroyed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,10 @@ struct OptimizeOptions {
   // pass ("03_constant_folding.txt"), empty for none. Defaults to $LUMEN_DUMP_GRAPH.
   std::string dump;
   bool dump_from_env = true;
+  // The backends the graph will be compiled for, when pinned: a pass that would make nodes of an
+  // op none of them has a kernel for is undone (fusions into CPU-only ops, on a GPU). Null: every
+  // op may be made. See lumen::ops_supported_by.
+  std::function<bool(const std::string &op)> target_supports = nullptr;
 };
 
 class Value {

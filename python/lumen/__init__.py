@@ -63,7 +63,7 @@ import numpy as _np
 
 from . import _lumen
 from ._lumen import (Error, Executable, Graph, MemoryReport, Node, OptimizeReport, Runtime, Step,
-                     Tensor, TensorInfo, Value, call_op, empty, from_numpy, list_backends,
+                     Tensor, TensorInfo, Value, call_op, devices, empty, from_numpy, list_backends,
                      list_ops, randn, tensor, zeros)
 from . import _tensor  # noqa: F401  (attaches NumPy interop and operators to Tensor)
 from ._ops import *  # noqa: F401,F403
@@ -88,5 +88,5 @@ def from_dlpack(obj):
 
 __all__ = ["Error", "Executable", "Graph", "MemoryReport", "Node", "OptimizeReport", "Runtime",
            "Step", "Tensor", "TensorInfo", "Value",
-           "call_op", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
+           "call_op", "devices", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
            "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all + _session_all

@@ -60,7 +60,7 @@ class Model:
         string such as "2G"; default: the one given to load_onnx) bounds the memory plan's arena
         and every tensor a run makes: over it, a lumen.Error names the node and the size."""
         graph = self.graph.clone()
-        report = graph.optimize(opt_level, dump_passes)
+        report = graph.optimize(opt_level, dump_passes, backend)
         if runtime is None:
             runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
         budget = self.max_memory if max_memory is None else _memory_size(max_memory)

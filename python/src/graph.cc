@@ -372,14 +372,16 @@ removed by optimize() must not be used afterwards.)doc")
       .def("verify", &Graph::verify)
       .def(
           "optimize",
-          [](Graph &g, int opt_level, const std::string &dump) {
+          [](Graph &g, int opt_level, const std::string &dump, const std::string &backend) {
+            OptimizeOptions options{.dump = dump, .target_supports = ops_supported_by(backend)};
             nb::gil_scoped_release release;
-            return g.optimize(opt_level, OptimizeOptions{.dump = dump});
+            return g.optimize(opt_level, options);
           },
-          nb::arg("opt_level") = 2, nb::arg("dump") = "",
+          nb::arg("opt_level") = 2, nb::arg("dump") = "", nb::arg("backend") = "",
           "Runs the optimization pipeline in place and returns an OptimizeReport. `dump`: '-' "
           "prints the graph after each pass that changed it, a folder gets one file per pass "
-          "(default: $LUMEN_DUMP_GRAPH).")
+          "(default: $LUMEN_DUMP_GRAPH). `backend`: the backend(s) the graph is for when pinned "
+          "('vulkan', 'cpu,vulkan'): a pass that would make ops none of them runs is undone.")
       .def(
           "compile",
           [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity,

@@ -26,6 +26,25 @@ None stands for an omitted optional input. ``attrs`` is a dict with ONNX attribu
 released while the kernel runs. Raises lumen.Error naming the op and the shapes on bad input.)doc");
   m.def("list_ops", &list_ops, "Names of the registered ops.");
   m.def("list_backends", &list_backends, "Names of the backends built into this library.");
+  m.def(
+      "devices",
+      [] {
+        nb::list out;
+        for (const BackendInfo &b : describe_backends()) {
+          nb::dict d;
+          d["backend"] = b.name;
+          d["device"] = b.device;
+          d["available"] = b.available;
+          d["description"] = b.description;
+          d["why_not"] = b.why_not;
+          d["placed_automatically"] = b.placed_automatically;
+          out.append(d);
+        }
+        return out;
+      },
+      "The backends built into this library, each with its device (memory space), whether it "
+      "can be used here (and why not), the device model and driver, and whether automatic "
+      "placement considers it (not the reference backend, a test oracle).");
 }
 
 }  // namespace lumen::python

@@ -1,5 +1,7 @@
 #include "runtime/op_runner.h"
 
+#include <set>
+
 #include "compile/place.h"
 
 #include "lumen/ops.h"
@@ -111,8 +113,33 @@ std::vector<Tensor> call_op(const std::string &op, const std::vector<Tensor> &in
   return outputs;
 }
 
+std::function<bool(const std::string &)> ops_supported_by(const std::string &names) {
+  if (names.empty() || names == "auto") return nullptr;
+  std::set<std::string, std::less<>> ops;
+  for (size_t start = 0; start <= names.size();) {
+    const size_t comma = std::min(names.find(',', start), names.size());
+    for (const auto &[op, dtype] :
+         get_backend(names.substr(start, comma - start)).kernels().entries())
+      ops.insert(op);
+    start = comma + 1;
+  }
+  return [ops = std::move(ops)](const std::string &op) { return ops.count(op) > 0; };
+}
+
 std::vector<std::string> list_ops() {
   return registered_ops();
+}
+
+std::vector<BackendInfo> describe_backends() {
+  std::vector<BackendInfo> out;
+  for (Backend *b : backends()) {
+    BackendInfo info{.name = std::string(b->name()), .device = b->device().to_string()};
+    info.available = b->available(&info.why_not);
+    if (info.available) info.description = b->driver_id();
+    info.placed_automatically = b->placed_automatically();
+    out.push_back(std::move(info));
+  }
+  return out;
 }
 
 std::vector<std::string> list_backends() {

@@ -151,10 +151,23 @@ std::vector<Case> cases() {
                             {"strides", std::vector<int64_t>{2, 2}},
                             {"pads", std::vector<int64_t>{1, 0, 1, 1}},
                             {"count_include_pad", include}}});
+  c.push_back({"lrn",
+               {r({2, 7, 4, 5}, 84)},
+               Attributes{{"size", int64_t{3}}, {"alpha", 0.02}, {"beta", 0.6}, {"bias", 1.5}},
+               1e-5,
+               1e-5});
+  c.push_back({"lrn", {r({1, 6, 3, 3}, 85)}, Attributes{{"size", int64_t{4}}}});
   c.push_back({"global_avg_pool", {r({2, 5, 6, 7}, 82)}, {}, 1e-5, 1e-5});
   c.push_back({"global_max_pool", {r({2, 5, 6, 7}, 83)}});
 
   c.push_back({"reshape", {r({2, 3, 4}, 90), ints({2}, {4, 6})}});
+  c.push_back({"constant_of_shape",
+               {ints({2}, {3, 70})},
+               Attributes{{"value", Tensor::from_vector<float>({1}, {2.5f})}}});
+  c.push_back({"constant_of_shape",
+               {ints({1}, {9})},
+               Attributes{{"value", Tensor::from_vector<int64_t>({1}, {(int64_t{5} << 33) + 7})}}});
+  c.push_back({"constant_of_shape", {Tensor::from_vector<int32_t>({2}, {2, 3})}});
   c.push_back({"flatten", {r({2, 3, 4}, 91)}, Attributes{{"axis", int64_t{2}}}});
   c.push_back({"squeeze", {r({2, 1, 4}, 92), ints({1}, {1})}});
   c.push_back({"unsqueeze", {r({2, 4}, 93), ints({1}, {0})}});

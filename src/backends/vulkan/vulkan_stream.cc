@@ -221,4 +221,16 @@ Groups groups_for(uint64_t n) {
   return g;
 }
 
+Groups row_groups(uint64_t rows) {
+  Groups g;
+  g.x = static_cast<uint32_t>(std::min<uint64_t>(rows, 65535));
+  g.y = g.x ? static_cast<uint32_t>((rows + g.x - 1) / g.x) : 0;
+  return g;
+}
+
+uint32_t u32(const KernelContext &ctx, int64_t v) {
+  if (v < 0 || v > UINT32_MAX) ctx.fail("a size over 2^32");
+  return static_cast<uint32_t>(v);
+}
+
 }  // namespace lumen::vulkan

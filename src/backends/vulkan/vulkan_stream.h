@@ -61,6 +61,13 @@ struct Groups {
 };
 Groups groups_for(uint64_t n);
 
+// One workgroup per row: rows in x, spilling into y past 65535 (shaders compute their row as
+// gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x).
+Groups row_groups(uint64_t rows);
+
+// `v` as a push-constant size; fails (naming the kernel) beyond 32 bits.
+uint32_t u32(const KernelContext &ctx, int64_t v);
+
 // Runs one dispatch for a kernel: on the step's stream where the executor gave one (submitted
 // with the others at the next synchronization), else on a stream of its own, waited for.
 template <class Push>

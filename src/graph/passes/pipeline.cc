@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <variant>
 
@@ -49,6 +51,13 @@ std::vector<std::unique_ptr<Pass>> fusion_passes() {
   passes.push_back(make_fuse_pointwise_depthwise());
   passes.push_back(make_dead_code_elimination());
   return passes;
+}
+
+size_t unsupported_nodes(const Graph &graph,
+                         const std::function<bool(const std::string &)> &supports) {
+  size_t n = 0;
+  for (const Node *node : graph.nodes()) n += !supports(node->op());
+  return n;
 }
 
 std::map<std::string, int> op_counts(const Graph &graph) {
@@ -103,7 +112,8 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
   for (Node *node : nodes())
     for (const auto &[name, value] : node->attrs().items())
       if (const auto *sub = std::get_if<std::shared_ptr<Graph>>(&value))
-        (*sub)->optimize(opt_level, OptimizeOptions{.dump_from_env = false});
+        (*sub)->optimize(opt_level, OptimizeOptions{.dump_from_env = false,
+                                                    .target_supports = options.target_supports});
   OptimizeReport report;
   report.opt_level = opt_level;
   report.ops_before = op_counts(*this);
@@ -119,7 +129,16 @@ OptimizeReport Graph::optimize(int opt_level, const OptimizeOptions &options) {
       PassContext ctx;
       PassRecord record{.pass = std::string(pass->name()), .nodes_before = num_nodes()};
       const auto start = std::chrono::steady_clock::now();
-      const bool pass_changed = pass->run(*this, ctx);
+      // Pinned to backends without some ops: a pass that makes more nodes of such ops is undone.
+      std::optional<Graph> before;
+      if (options.target_supports) before = clone();
+      bool pass_changed = pass->run(*this, ctx);
+      if (pass_changed && before &&
+          unsupported_nodes(*this, options.target_supports) >
+              unsupported_nodes(*before, options.target_supports)) {
+        *this = std::move(*before);
+        pass_changed = false;
+      }
       if (pass_changed) remove_unused_constants();
       record.milliseconds =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

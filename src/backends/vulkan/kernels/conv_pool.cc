@@ -9,11 +9,6 @@
 namespace lumen::vulkan {
 namespace {
 
-uint32_t u32(const KernelContext &ctx, int64_t v) {
-  if (v < 0 || v > std::numeric_limits<uint32_t>::max()) ctx.fail("a size over 2^32");
-  return static_cast<uint32_t>(v);
-}
-
 std::vector<int64_t> ints(const KernelContext &ctx, const char *name,
                           std::vector<int64_t> fallback) {
   std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);

@@ -9,6 +9,20 @@
 namespace lumen::vulkan {
 namespace {
 
+constexpr uint32_t kPow = 4;
+
+// pow's 64-bit integer exponent is read by its low word: the host copy must fit 32 bits.
+void check_exponent_fits(KernelContext &ctx) {
+  const Tensor *host = ctx.host_input(1);
+  if (!host) ctx.fail("a 64-bit integer exponent made on the device");
+  for (int64_t k = 0; k < host->numel(); ++k) {
+    const bool fits = host->dtype() == DType::Int64 ? host->data<int64_t>()[k] >= INT32_MIN &&
+                                                          host->data<int64_t>()[k] <= INT32_MAX
+                                                    : host->data<uint64_t>()[k] <= INT32_MAX;
+    if (!fits) ctx.fail("an exponent beyond 32 bits");
+  }
+}
+
 void run_binary(KernelContext &ctx, uint32_t op) {
   Tensor &out = ctx.output(0);
   const Shape &shape = out.shape();
@@ -17,12 +31,31 @@ void run_binary(KernelContext &ctx, uint32_t op) {
   const Tensor *acc = &ctx.input(0);
   for (size_t i = 1; i < ctx.inputs.size(); ++i) {
     const Tensor &b = ctx.input(i);
-    if (b.dtype() != DType::Float32)
-      ctx.fail("the Vulkan kernel takes float32 inputs; input ", i, " is ", dtype_name(b.dtype()));
+    // An integer exponent (pow) is read as integers.
+    uint32_t b_type = 0;
+    switch (b.dtype()) {
+      case DType::Float32:
+        break;
+      case DType::Int32:
+        b_type = 1;
+        break;
+      case DType::Int64:
+      case DType::UInt64:
+        b_type = 2;
+        break;
+      case DType::UInt32:
+        b_type = 3;
+        break;
+      default:
+        ctx.fail("the Vulkan kernel takes float32 or integer inputs; input ", i, " is ",
+                 dtype_name(b.dtype()));
+    }
+    if (b_type && op != kPow) ctx.fail("integer inputs only as pow's exponent");
+    if (b_type == 2) check_exponent_fits(ctx);
     // The accumulator and b read over the output's region; the output written contiguously
     // (its offset is the piece's place in the output).
     struct Push {
-      uint32_t n, op, rank, a_off, b_off, c_off;
+      uint32_t n, op, rank, a_off, b_off, c_off, b_type;
       uint32_t shape[kMaxDims], a_stride[kMaxDims], b_stride[kMaxDims];
     };
     const std::vector<int64_t> sa = broadcast_strides(acc->shape(), shape),
@@ -36,6 +69,7 @@ void run_binary(KernelContext &ctx, uint32_t op) {
       push.n = static_cast<uint32_t>(r.count);
       push.op = op;
       push.rank = r.rank;
+      push.b_type = b_type;
       push.a_off = static_cast<uint32_t>(element_offset(*acc) + piece.offset[0]);
       push.b_off = static_cast<uint32_t>(element_offset(b) + piece.offset[1]);
       for (uint32_t d = 0; d < r.rank; ++d) {

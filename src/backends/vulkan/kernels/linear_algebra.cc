@@ -1,6 +1,5 @@
 // MatMul and Gemm on Vulkan (matmul.comp: 64x64 tiles, strides for transposes and broadcast
-// batches), softmax / log-softmax along any axis (softmax.comp) and layer normalization
-// (layer_norm.comp), float32.
+// batches) and softmax / log-softmax along any axis (softmax.comp), float32.
 #include <limits>
 
 #include "backends/vulkan/kernels/strided.h"
@@ -20,11 +19,6 @@ struct MatmulPush {
   uint32_t a_bs[3], b_bs[3];
   uint32_t act;
 };
-
-uint32_t u32(const KernelContext &ctx, int64_t v) {
-  if (v < 0 || v > std::numeric_limits<uint32_t>::max()) ctx.fail("a size over 2^32");
-  return static_cast<uint32_t>(v);
-}
 
 // Runs matmul.comp for `batch` products (batch dims `batch_dims`, A and B strides per batch dim).
 void run_matmul(KernelContext &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &c,
@@ -111,12 +105,6 @@ void gemm(KernelContext &ctx) {
   run_matmul(ctx, a, b, bias, c, push, {}, {}, {});
 }
 
-// A workgroup per row: rows in x, spilling into y past 65535.
-void row_groups(uint64_t rows, uint32_t &gx, uint32_t &gy) {
-  gx = static_cast<uint32_t>(std::min<uint64_t>(rows, 65535));
-  gy = gx ? static_cast<uint32_t>((rows + gx - 1) / gx) : 0;
-}
-
 void run_softmax(KernelContext &ctx, bool log) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
@@ -130,9 +118,8 @@ void run_softmax(KernelContext &ctx, bool log) {
     uint32_t rows, len, inner, x_off, y_off, log_softmax;
   } push{u32(ctx, outer * inner), u32(ctx, s[axis]), u32(ctx, inner),
          element_offset(x),       element_offset(y), log ? 1u : 0u};
-  uint32_t gx, gy;
-  row_groups(push.rows, gx, gy);
-  dispatch(ctx, shaders::softmax, {&x, &y}, push, gx, gy);
+  const Groups g = row_groups(push.rows);
+  dispatch(ctx, shaders::softmax, {&x, &y}, push, g.x, g.y);
 }
 void softmax(KernelContext &ctx) {
   run_softmax(ctx, false);
@@ -141,61 +128,11 @@ void log_softmax(KernelContext &ctx) {
   run_softmax(ctx, true);
 }
 
-void layer_norm(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0), &scale = ctx.input(1);
-  Tensor &y = ctx.output(0);
-  const Shape &s = x.shape();
-  const size_t axis = s.normalize_axis(ctx.attrs.get_int("axis", -1));
-  int64_t len = 1;
-  for (size_t d = axis; d < s.rank(); ++d) len *= s[d];
-  const auto stride_of = [&](const Tensor &t, const char *what) -> uint32_t {
-    if (t.numel() == len) return 1;
-    if (t.numel() == 1) return 0;
-    ctx.fail(what, " must have the normalized shape's ", len, " elements or one; got ",
-             t.shape().to_string());
-  };
-  struct Push {
-    uint32_t rows, len, x_off, scale_off, bias_off, y_off, mean_off, inv_off, flags;
-    uint32_t scale_stride, bias_stride;
-    float epsilon;
-  } push{};
-  if (x.numel() == 0) return;
-  push.rows = u32(ctx, x.numel() / len);
-  push.len = u32(ctx, len);
-  push.x_off = element_offset(x);
-  push.scale_off = element_offset(scale);
-  push.scale_stride = stride_of(scale, "scale");
-  push.y_off = element_offset(y);
-  push.epsilon = static_cast<float>(ctx.attrs.get_float("epsilon", 1e-5));
-  const Tensor *bias = &x, *mean = &y, *inv = &y;
-  if (ctx.has_input(2)) {
-    bias = &ctx.input(2);
-    push.bias_off = element_offset(*bias);
-    push.bias_stride = stride_of(*bias, "bias");
-    push.flags |= 1;
-  }
-  const bool stats = ctx.outputs.size() > 2 && ctx.outputs[1] && ctx.outputs[2];
-  if (!stats && ctx.outputs.size() > 1 &&
-      (ctx.outputs[1] || (ctx.outputs.size() > 2 && ctx.outputs[2])))
-    ctx.fail("the Vulkan kernel makes the mean and inverse std only together");
-  if (stats) {
-    mean = ctx.outputs[1];
-    inv = ctx.outputs[2];
-    push.mean_off = element_offset(*mean);
-    push.inv_off = element_offset(*inv);
-    push.flags |= 2;
-  }
-  uint32_t gx, gy;
-  row_groups(push.rows, gx, gy);
-  dispatch(ctx, shaders::layer_norm, {&x, &scale, bias, &y, mean, inv}, push, gx, gy);
-}
-
 }  // namespace
 
 LUMEN_REGISTER_KERNEL("vulkan", "matmul", matmul, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "gemm", gemm, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "softmax", softmax, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "log_softmax", log_softmax, DType::Float32);
-LUMEN_REGISTER_KERNEL("vulkan", "layer_norm", layer_norm, DType::Float32);
 
 }  // namespace lumen::vulkan

@@ -1,9 +1,13 @@
 // Data movement on Vulkan, all one strided copy (strided_copy.comp): reshape-like ops (when the
 // plan could not make them views), transpose, concat, expand and slice, on float32 and int32 (the
-// copy moves 32-bit words; int64 tensors are mostly shapes, which the host computes with).
+// copy moves 32-bit words; int64 tensors are mostly shapes, which the host computes with); and
+// constant_of_shape (fill.comp).
 #include <algorithm>
+#include <cstring>
 
 #include "backends/vulkan/kernels/strided.h"
+#include "backends/vulkan/vulkan_stream.h"
+#include "vulkan_shaders.h"
 
 namespace lumen::vulkan {
 namespace {
@@ -88,6 +92,24 @@ void slice(KernelContext &ctx) {
   strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()), offset, 0);
 }
 
+// Every element the one-element attribute `value` (default float32 0); the shape input is only
+// read by inference.
+void constant_of_shape(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const uint32_t w = words_per_element(ctx, y.dtype());
+  uint32_t words[2] = {0, 0};
+  if (const Tensor *v = ctx.attrs.get_tensor("value")) {
+    if (v->dtype() != y.dtype() || v->numel() != 1)
+      ctx.fail("value must hold one ", dtype_name(y.dtype()));
+    std::memcpy(words, v->contiguous().raw_data(), dtype_size(y.dtype()));
+  }
+  struct Push {
+    uint32_t n, off, words, lo, hi;
+  } push{u32(ctx, y.numel() * w), element_offset(y) * w, w, words[0], words[1]};
+  const Groups g = groups_for(push.n);
+  if (push.n) dispatch(ctx, shaders::fill, {&y}, push, g.x, g.y);
+}
+
 }  // namespace
 
 #define LUMEN_VULKAN_MOVEMENT(op, fn) \
@@ -100,5 +122,6 @@ LUMEN_VULKAN_MOVEMENT("transpose", transpose);
 LUMEN_VULKAN_MOVEMENT("concat", concat);
 LUMEN_VULKAN_MOVEMENT("expand", expand);
 LUMEN_VULKAN_MOVEMENT("slice", slice);
+LUMEN_REGISTER_KERNEL("vulkan", "constant_of_shape", constant_of_shape, DType::Int64, DType::Int32);
 
 }  // namespace lumen::vulkan

@@ -1,5 +1,6 @@
 // Element-wise binary ops with NumPy broadcasting: c[i] = op(a[ia], b[ib]) over the output's
-// (collapsed, rank <= 6) shape, a broadcast dim having stride 0.
+// (collapsed, rank <= 6) shape, a broadcast dim having stride 0. b may hold integers (pow's
+// exponent).
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -7,6 +8,7 @@ layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform Push {
   uint n, op, rank, a_off, b_off, c_off;
+  uint b_type;  // b's elements: 0 float32, 1 int32, 2 int64 (its low word), 3 uint32
   uint shape[6];
   uint a_stride[6];
   uint b_stride[6];
@@ -32,7 +34,14 @@ void main() {
     ia += k * p.a_stride[d];
     ib += k * p.b_stride[d];
   }
-  float x = a[ia], y = b[ib], z;
+  float x = a[ia], y;
+  switch (p.b_type) {
+    case 0u: y = b[ib]; break;
+    case 1u: y = float(floatBitsToInt(b[ib])); break;
+    case 2u: y = float(floatBitsToInt(b[2u * ib])); break;
+    default: y = float(floatBitsToUint(b[ib])); break;
+  }
+  float z;
   switch (p.op) {
     case 0: z = x + y; break;
     case 1: z = x - y; break;
