@@ -139,6 +139,16 @@ std::vector<Case> cases() {
                Attributes{{"pads", std::vector<int64_t>{2, 1, 0, 2}}, {"group", int64_t{8}}},
                conv_rtol,
                conv_atol});
+  // Wide groups: the implicit GEMM (several 64x64 tiles, padding, strides, groups, bias).
+  c.push_back({"conv2d", {r({2, 16, 10, 9}, 86), r({80, 16, 3, 3}, 87), r({80}, 88)},
+               Attributes{{"pads", std::vector<int64_t>{1, 0, 1, 2}},
+                          {"strides", std::vector<int64_t>{2, 1}}},
+               conv_rtol, conv_atol});
+  c.push_back({"conv2d", {r({1, 32, 11, 11}, 89), r({32, 16, 3, 3}, 90)},
+               Attributes{{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{2, 1}}},
+               conv_rtol, conv_atol});
+  c.push_back({"conv2d", {r({1, 32, 12, 12}, 91), r({64, 32, 1, 1}, 92), r({64}, 93)}, {},
+               conv_rtol, conv_atol});
   c.push_back({"max_pool2d",
                {r({2, 3, 9, 9}, 80)},
                Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},

@@ -1,5 +1,6 @@
-// 2-D convolution (conv2d.comp: direct, one invocation per output element; any kernel size,
-// stride, dilation, padding and group count) and 2-D pooling (pool2d.comp: max, average, and the
+// 2-D convolution (conv2d_gemm.comp: an implicit GEMM per group, where the groups are wide;
+// conv2d.comp: direct, one invocation per output element, for depthwise and other narrow groups;
+// both any kernel size, stride, dilation, padding and group count) and 2-D pooling (pool2d.comp: max, average, and the
 // global forms as one window over the whole plane), float32 NCHW.
 #include <limits>
 
@@ -42,8 +43,18 @@ void conv2d(KernelContext &ctx) {
   p.x_off = element_offset(x), p.w_off = element_offset(w), p.y_off = element_offset(y);
   const Tensor *bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (bias) p.b_off = element_offset(*bias), p.flags = 1;
+  if (y.numel() == 0) return;
+  // An implicit GEMM where the group's GEMM fills its 64x64 tiles; the direct loop where it would
+  // mostly compute padding (depthwise and other narrow groups, tiny reductions).
+  const int64_t group_channels = p.M / p.group, reduction = (p.C / p.group) * p.KH * p.KW;
+  if (group_channels >= 16 && reduction >= 16) {
+    const int64_t pixels = int64_t{p.N} * p.OH * p.OW;
+    dispatch(ctx, shaders::conv2d_gemm, {&x, &w, bias ? bias : &w, &y}, p,
+             u32(ctx, (pixels + 63) / 64), u32(ctx, (group_channels + 63) / 64), p.group);
+    return;
+  }
   const Groups g = groups_for(static_cast<uint64_t>(y.numel()));
-  if (y.numel()) dispatch(ctx, shaders::conv2d, {&x, &w, bias ? bias : &w, &y}, p, g.x, g.y);
+  dispatch(ctx, shaders::conv2d, {&x, &w, bias ? bias : &w, &y}, p, g.x, g.y);
 }
 
 struct PoolPush {
