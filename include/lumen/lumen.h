@@ -30,8 +30,9 @@ class ThreadPool;
 
 struct RuntimeOptions {
   int num_threads = 0;  // 0: all cores
-  // "auto" or empty: the router places each node (compile/place.h); a backend's name pins every
-  // node to it; a comma-separated list ("cpu,vulkan") lets the router choose among those only.
+  // "auto": the router places each node (compile/place.h); a backend's name pins every node to
+  // it; a comma-separated list ("cpu,vulkan") lets the router choose among those only. Empty:
+  // $LUMEN_BACKEND if set, else "auto".
   std::string backend;
 };
 

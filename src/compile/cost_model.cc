@@ -109,11 +109,17 @@ CostModel &CostModel::instance() {
   return *model;
 }
 
-std::string CostModel::key(Backend &backend, ThreadPool &pool) const {
-  std::string k = std::string(backend.name()) + " / " + backend.driver_id() + " / " + build_id() +
-                  " / threads " + std::to_string(backend.device().is_host() ? pool.size() : 0);
-  std::replace_if(
-      k.begin(), k.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+std::string CostModel::key(Backend &backend, ThreadPool &pool) {
+  const int threads = backend.device().is_host() ? pool.size() : 0;
+  // Made once per backend and thread count: the driver id and the build id read files.
+  std::lock_guard<std::mutex> lock(keys_mutex_);
+  std::string &k = keys_[{&backend, threads}];
+  if (k.empty()) {
+    k = std::string(backend.name()) + " / " + backend.driver_id() + " / " + build_id() +
+        " / threads " + std::to_string(threads);
+    std::replace_if(
+        k.begin(), k.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+  }
   return k;
 }
 
@@ -235,6 +241,10 @@ void CostModel::record(Backend &backend, std::string_view op, DType dtype, const
 }
 
 void CostModel::reset() {
+  {
+    std::lock_guard<std::mutex> lock(keys_mutex_);
+    keys_.clear();
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   loaded_ = false;
   profiles_.clear();

@@ -43,7 +43,7 @@ class CostModel {
 
   DeviceProfile profile(Backend &backend, ThreadPool &pool);
   // What the cache file keys `backend`'s measurements by (one line per profile or link).
-  std::string key(Backend &backend, ThreadPool &pool) const;
+  std::string key(Backend &backend, ThreadPool &pool);
   LinkProfile link(Backend &backend, ThreadPool &pool);  // host memory <-> backend's memory
 
   // Forgets what this process measured or read (the file stays): tests start from the cache.
@@ -58,7 +58,8 @@ class CostModel {
     double us = 0;
     int samples = 0;
   };
-  std::mutex mutex_;
+  std::mutex mutex_, keys_mutex_;
+  std::map<std::pair<const Backend *, int>, std::string> keys_;  // key() per backend, threads
   bool loaded_ = false;
   std::string path_;
   std::map<std::string, DeviceProfile> profiles_;  // by key()

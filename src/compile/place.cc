@@ -211,6 +211,9 @@ class WholeGraphPlacer {
           locally_cheapest = locally_cheapest && estimates_[i][k] + copies >= chosen_total;
         }
         pl.reason += others;
+        if (others.empty())
+          pl.reason += str(" (the only device with a ", dtype_name(steps_[i].dtype), " ",
+                           steps_[i].op, " kernel)");
         if (!locally_cheapest) pl.reason += " (keeps its data where the next steps run)";
         fetch(replay, steps_[i].inputs, spaces_.of(pl.backend));
       }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -18,6 +19,9 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
   if (options_.num_threads < 0)
     fail("Runtime: num_threads must be >= 0, got ", options_.num_threads);
+  // Unset, the environment may name one (LUMEN_BACKEND=vulkan runs a program on Vulkan as is).
+  if (const char *env = std::getenv("LUMEN_BACKEND"); options_.backend.empty() && env)
+    options_.backend = env;
   if (options_.backend == "auto") options_.backend.clear();  // the router weighs every device
   // One backend pins every node; a comma-separated list limits placement to those. Unknown or
   // unavailable names fail here.
