@@ -88,6 +88,9 @@ std::vector<Case> cases() {
   c.push_back({"matmul", {r({6}, 36), r({6, 4}, 37)}, {}, mm_rtol, mm_atol});
   c.push_back({"matmul", {r({3, 5, 6}, 38), r({6}, 39)}, {}, mm_rtol, mm_atol});
   c.push_back({"matmul", {r({130, 300}, 40), r({300, 70}, 41)}, {}, mm_rtol, mm_atol});
+  c.push_back(
+      {"matmul", {r({2, 3, 4, 5, 6, 7}, 55), r({3, 1, 5, 7, 2}, 56)}, {}, mm_rtol, mm_atol});
+  c.push_back({"gemm", {r({3, 0}, 57), r({0, 4}, 58), r({4}, 59)}, {}, mm_rtol, mm_atol});
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
       const Shape a = ta ? Shape{20, 70} : Shape{70, 20}, b = tb ? Shape{90, 20} : Shape{20, 90};
@@ -140,15 +143,22 @@ std::vector<Case> cases() {
                conv_rtol,
                conv_atol});
   // Wide groups: the implicit GEMM (several 64x64 tiles, padding, strides, groups, bias).
-  c.push_back({"conv2d", {r({2, 16, 10, 9}, 86), r({80, 16, 3, 3}, 87), r({80}, 88)},
+  c.push_back({"conv2d",
+               {r({2, 16, 10, 9}, 86), r({80, 16, 3, 3}, 87), r({80}, 88)},
                Attributes{{"pads", std::vector<int64_t>{1, 0, 1, 2}},
                           {"strides", std::vector<int64_t>{2, 1}}},
-               conv_rtol, conv_atol});
-  c.push_back({"conv2d", {r({1, 32, 11, 11}, 89), r({32, 16, 3, 3}, 90)},
+               conv_rtol,
+               conv_atol});
+  c.push_back({"conv2d",
+               {r({1, 32, 11, 11}, 89), r({32, 16, 3, 3}, 90)},
                Attributes{{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{2, 1}}},
-               conv_rtol, conv_atol});
-  c.push_back({"conv2d", {r({1, 32, 12, 12}, 91), r({64, 32, 1, 1}, 92), r({64}, 93)}, {},
-               conv_rtol, conv_atol});
+               conv_rtol,
+               conv_atol});
+  c.push_back({"conv2d",
+               {r({1, 32, 12, 12}, 91), r({64, 32, 1, 1}, 92), r({64}, 93)},
+               {},
+               conv_rtol,
+               conv_atol});
   c.push_back({"max_pool2d",
                {r({2, 3, 9, 9}, 80)},
                Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},

@@ -1,7 +1,7 @@
 // 2-D convolution (conv2d_gemm.comp: an implicit GEMM per group, where the groups are wide;
 // conv2d.comp: direct, one invocation per output element, for depthwise and other narrow groups;
-// both any kernel size, stride, dilation, padding and group count) and 2-D pooling (pool2d.comp: max, average, and the
-// global forms as one window over the whole plane), float32 NCHW.
+// both any kernel size, stride, dilation, padding and group count) and 2-D pooling (pool2d.comp:
+// max, average, and the global forms as one window over the whole plane), float32 NCHW.
 #include <limits>
 
 #include "backends/vulkan/vulkan_stream.h"

@@ -22,38 +22,33 @@ struct MatmulPush {
 
 // Runs matmul.comp for `batch` products (batch dims `batch_dims`, A and B strides per batch dim).
 void run_matmul(KernelContext &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &c,
-                MatmulPush push, const std::vector<int64_t> &batch_dims, std::vector<int64_t> a_bs,
-                std::vector<int64_t> b_bs) {
-  // Batch dims merged where both operands step evenly across them, to at most 3.
-  std::vector<int64_t> dims, sa, sb;
-  for (size_t d = 0; d < batch_dims.size(); ++d) {
-    if (batch_dims[d] == 1) continue;
-    if (!dims.empty() && sa.back() == a_bs[d] * batch_dims[d] &&
-        sb.back() == b_bs[d] * batch_dims[d]) {
-      dims.back() *= batch_dims[d];
-      sa.back() = a_bs[d];
-      sb.back() = b_bs[d];
-      continue;
-    }
-    dims.push_back(batch_dims[d]);
-    sa.push_back(a_bs[d]);
-    sb.push_back(b_bs[d]);
-  }
-  if (dims.size() > 3) ctx.fail("batch dims that do not merge into 3: ", dims.size());
-  while (dims.size() < 3)
-    dims.insert(dims.begin(), 1), sa.insert(sa.begin(), 0), sb.insert(sb.begin(), 0);
-  int64_t batch = dims[0] * dims[1] * dims[2];
-  push.batch1 = u32(ctx, dims[1]);
-  push.batch2 = u32(ctx, dims[2]);
-  for (int d = 0; d < 3; ++d) push.a_bs[d] = u32(ctx, sa[d]), push.b_bs[d] = u32(ctx, sb[d]);
-  push.a_off = element_offset(a);
-  push.b_off = element_offset(b);
+                MatmulPush push, const std::vector<int64_t> &batch_dims,
+                const std::vector<int64_t> &a_bs, const std::vector<int64_t> &b_bs) {
+  if (c.numel() == 0) return;
   push.c_off = element_offset(c);
   if (bias) push.bias_off = element_offset(*bias), push.flags |= 1;
-  if (c.numel() == 0) return;
-  if (push.K == 0) ctx.fail("an inner dimension of 0");
-  dispatch(ctx, shaders::matmul, {&a, &b, bias ? bias : &a, &c}, push, (push.N + kTile - 1) / kTile,
-           (push.M + kTile - 1) / kTile, u32(ctx, batch));
+  // Batch dims merged where both operands step evenly across them (strided.h); beyond 3, one
+  // dispatch per index of the leading ones.
+  int64_t done = 0;
+  for (const RegionPiece &piece : collapse(ctx, Shape(batch_dims), a_bs, b_bs, 3)) {
+    const Region &r = piece.region;
+    uint32_t dims[3] = {1, 1, 1};
+    for (uint32_t d = 0, at = 3 - r.rank; d < r.rank; ++d, ++at) {
+      dims[at] = r.shape[d];
+      push.a_bs[at] = r.stride[0][d];
+      push.b_bs[at] = r.stride[1][d];
+    }
+    push.batch1 = dims[1];
+    push.batch2 = dims[2];
+    push.a_off = u32(ctx, element_offset(a) + piece.offset[0]);
+    push.b_off = u32(ctx, element_offset(b) + piece.offset[1]);
+    MatmulPush at = push;
+    at.c_off = u32(ctx, push.c_off + done * push.M * push.N);
+    done += static_cast<int64_t>(r.count);
+    // K = 0 sums nothing: the output is the bias term alone, as ONNX says.
+    dispatch(ctx, shaders::matmul, {&a, &b, bias ? bias : &a, &c}, at, (push.N + kTile - 1) / kTile,
+             (push.M + kTile - 1) / kTile, u32(ctx, r.count));
+  }
 }
 
 void matmul(KernelContext &ctx) {

@@ -17,7 +17,8 @@ std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out) {
 }
 
 std::vector<RegionPiece> collapse(const KernelContext &ctx, const Shape &shape,
-                                  const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+                                  const std::vector<int64_t> &a, const std::vector<int64_t> &b,
+                                  size_t max_dims) {
   std::vector<int64_t> dims, sa, sb;
   for (size_t d = 0; d < shape.rank(); ++d) {
     if (shape[d] == 1) continue;
@@ -32,7 +33,7 @@ std::vector<RegionPiece> collapse(const KernelContext &ctx, const Shape &shape,
     sb.push_back(b[d]);
   }
   if (shape.numel() == 0) return {};
-  const size_t outer = dims.size() > kMaxDims ? dims.size() - kMaxDims : 0;
+  const size_t outer = dims.size() > max_dims ? dims.size() - max_dims : 0;
   RegionPiece inner;
   Region &r = inner.region;
   r.rank = static_cast<uint32_t>(dims.size() - outer);

@@ -25,15 +25,16 @@ struct Region {
 std::vector<int64_t> broadcast_strides(const Shape &in, const Shape &out);
 
 // The region `shape` walked with two operands' strides (one per dim of shape), collapsed. Where
-// it still has more than 6 dims, the leading ones are walked here: one piece per index of them,
-// each with the element offsets it starts at for the two operands. Fails (naming the kernel) for
-// a size or stride over 32 bits.
+// it still has more than `max_dims` dims, the leading ones are walked here: one piece per index
+// of them (in row-major order), each with the element offsets it starts at for the two operands.
+// Fails (naming the kernel) for a size or stride over 32 bits.
 struct RegionPiece {
   Region region;
   int64_t offset[2] = {0, 0};
 };
 std::vector<RegionPiece> collapse(const KernelContext &ctx, const Shape &shape,
-                                  const std::vector<int64_t> &a, const std::vector<int64_t> &b);
+                                  const std::vector<int64_t> &a, const std::vector<int64_t> &b,
+                                  size_t max_dims = kMaxDims);
 
 // Words of 32 bits per element of `dtype` (strided_copy moves words); fails for sizes that are
 // not a multiple of 4.
