@@ -180,6 +180,22 @@ std::vector<Case> cases() {
   c.push_back({"global_avg_pool", {r({2, 5, 6, 7}, 82)}, {}, 1e-5, 1e-5});
   c.push_back({"global_max_pool", {r({2, 5, 6, 7}, 83)}});
 
+  for (const char *op :
+       {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_l1",
+        "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"}) {
+    const bool positive = std::string(op) == "reduce_log_sum";
+    const double lo = positive ? 0.1 : -1.5, hi = 1.5;
+    c.push_back({op, {r({3, 4, 5}, 110, lo, hi), ints({1}, {1})}, {}, 1e-4, 1e-5});
+    c.push_back({op,
+                 {r({3, 4, 5, 2}, 111, lo, hi), ints({2}, {0, -2})},
+                 Attributes{{"keepdims", int64_t{0}}},
+                 1e-4,
+                 1e-5});
+    c.push_back({op, {r({2, 300}, 112, lo, hi)}, {}, 1e-4, 1e-5});  // all axes, 600 terms
+  }
+  c.push_back({"reduce_sum",
+               {r({3, 4}, 113), ints({0}, {})},
+               Attributes{{"noop_with_empty_axes", int64_t{1}}}});
   c.push_back({"reshape", {r({2, 3, 4}, 90), ints({2}, {4, 6})}});
   c.push_back({"constant_of_shape",
                {ints({2}, {3, 70})},
