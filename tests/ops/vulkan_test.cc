@@ -196,6 +196,13 @@ std::vector<Case> cases() {
   c.push_back({"reduce_sum",
                {r({3, 4}, 113), ints({0}, {})},
                Attributes{{"noop_with_empty_axes", int64_t{1}}}});
+  c.push_back({"gather",
+               {r({5, 4, 3}, 120), ints({2, 2}, {0, -1, 4, 2})},
+               Attributes{{"axis", int64_t{0}}}});
+  c.push_back({"gather",
+               {r({5, 4, 3}, 121), Tensor::from_vector<int32_t>({3}, {3, 0, -2})},
+               Attributes{{"axis", int64_t{1}}}});
+  c.push_back({"gather", {r({30, 8}, 122), ints({}, {7})}});
   c.push_back({"reshape", {r({2, 3, 4}, 90), ints({2}, {4, 6})}});
   c.push_back({"constant_of_shape",
                {ints({2}, {3, 70})},
@@ -224,8 +231,8 @@ std::vector<Case> cases() {
 }
 
 bool movement(const std::string &op) {
-  for (const char *m :
-       {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "concat", "expand", "slice"})
+  for (const char *m : {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "concat",
+                        "expand", "slice", "gather"})
     if (op == m) return true;
   return false;
 }
@@ -276,6 +283,15 @@ TEST(Vulkan, EveryKernelMatchesTheReferenceAndHasACase) {
         << "the Vulkan kernel (" << op << ", " << dtype_name(dtype) << ") has no case here";
 }
 
+TEST(Vulkan, GatherChecksItsIndicesOnTheHost) {
+  SKIP_WITHOUT_VULKAN();
+  testing::expect_error(
+      [] {
+        call_op("gather", {random_tensor({4, 3}, 1), ints({2}, {1, 4})}, {}, "vulkan");
+      },
+      "index 4 is out of range for dim 0 of size 4");
+}
+
 TEST(Vulkan, APinnedGraphListsWhatVulkanCannotRun) {
   SKIP_WITHOUT_VULKAN();
   Graph g;
@@ -283,7 +299,7 @@ TEST(Vulkan, APinnedGraphListsWhatVulkanCannotRun) {
   g.mark_output(g.add_op("cumsum", {x, g.add_constant("axis", ints({}, {0}))}, {}, "running"));
   Runtime rt{RuntimeOptions{.backend = "vulkan"}};
   testing::expect_error([&] { g.compile(&rt); },
-                        {"backend 'vulkan' has no kernel for 1 node: 'running' (cumsum, float32)"});
+                        "backend 'vulkan' has no kernel for 1 node: 'running' (cumsum, float32)");
 }
 
 // A graph pinned to Vulkan: copies in and out only, the result the CPU's.

@@ -1,5 +1,6 @@
-// Data movement on Vulkan, all one strided copy (strided_copy.comp): reshape-like ops (when the
-// plan could not make them views), transpose, concat, expand and slice, on float32 and int32 (the
+// Data movement on Vulkan, mostly one strided copy (strided_copy.comp): reshape-like ops (when the
+// plan could not make them views), transpose, concat, expand and slice; gather (gather.comp); on
+// float32 and int32 (the
 // copy moves 32-bit words; int64 tensors are mostly shapes, which the host computes with); and
 // constant_of_shape (fill.comp).
 #include <algorithm>
@@ -92,6 +93,38 @@ void slice(KernelContext &ctx) {
   strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()), offset, 0);
 }
 
+// Indices are checked on the host, from the host copy of input 1 (model inputs, constants): a
+// shader cannot report a bad one, and an index made on the device could not be checked.
+void gather(KernelContext &ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  const size_t axis = data.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const int64_t n = data.shape()[axis];
+  const Tensor *host = ctx.host_input(1);
+  if (!host)
+    ctx.fail("indices (input 1) made on the device cannot be checked; compute them on the host");
+  if (idx.dtype() != DType::Int64 && idx.dtype() != DType::Int32)
+    ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
+  for (int64_t j = 0; j < host->numel(); ++j) {
+    const int64_t v =
+        host->dtype() == DType::Int64 ? host->data<int64_t>()[j] : host->data<int32_t>()[j];
+    if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", axis, " of size ", n);
+  }
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= data.shape()[d];
+  for (size_t d = axis + 1; d < data.rank(); ++d) inner *= data.shape()[d];
+  const uint32_t w = words_per_element(ctx, data.dtype());
+  const uint32_t idx_words = idx.dtype() == DType::Int64 ? 2 : 1;
+  struct Push {
+    uint32_t n, inner_words, n_idx, axis_len, d_off, i_off, o_off, idx_words;
+  } push{u32(ctx, y.numel() * w),  u32(ctx, inner * w),
+         u32(ctx, idx.numel()),    u32(ctx, n),
+         element_offset(data) * w, element_offset(idx) * idx_words,
+         element_offset(y) * w,    idx_words};
+  const Groups g = groups_for(push.n);
+  if (push.n && outer) dispatch(ctx, shaders::gather, {&data, &idx, &y}, push, g.x, g.y);
+}
+
 // Every element the one-element attribute `value` (default float32 0); the shape input is only
 // read by inference.
 void constant_of_shape(KernelContext &ctx) {
@@ -122,6 +155,7 @@ LUMEN_VULKAN_MOVEMENT("transpose", transpose);
 LUMEN_VULKAN_MOVEMENT("concat", concat);
 LUMEN_VULKAN_MOVEMENT("expand", expand);
 LUMEN_VULKAN_MOVEMENT("slice", slice);
+LUMEN_VULKAN_MOVEMENT("gather", gather);
 LUMEN_REGISTER_KERNEL("vulkan", "constant_of_shape", constant_of_shape, DType::Int64, DType::Int32);
 
 }  // namespace lumen::vulkan
