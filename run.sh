@@ -105,6 +105,7 @@ sanitized_clang_tests() {
   cmake --build "$dir" --parallel --target lumen_tests
   log "C++ tests, clang build with -fsanitize=$sanitizers"
   LUMEN_CACHE_DIR="$dir/kernel_choices" ASAN_OPTIONS=detect_leaks=1 \
+    LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
     "$dir/tests/lumen_tests" --gtest_brief=1
 }

@@ -45,6 +45,9 @@ cmake --build "$BUILD" --parallel --target "${TARGETS[@]}"
 export LUMEN_CACHE_DIR=$BUILD/kernel_choices ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export LUMEN_MAX_MEMORY=${LUMEN_MAX_MEMORY:-256M}
 export UBSAN_OPTIONS=print_stacktrace=1
+# The targets fuzz the importer, shape inference, the planner and the CPU path: no GPU device is
+# weighed (a Vulkan driver would be opened and calibrated by every mutant's compile).
+export LUMEN_VULKAN=0
 
 # One target: replay its past findings, then fuzz. Prints its summary (or its failure) when done.
 fuzz_target() {
