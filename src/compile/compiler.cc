@@ -205,6 +205,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
       step.backend = placements[s].backend;
       step.kernel = step.backend->find_kernel(n->op(), dtype);
       step.work = placed.work;
+      step.dtype = dtype;
     }
     std::string algorithm;
     if (PrepareFn prepare = step.backend ? step.backend->find_prepare(n->op(), dtype) : nullptr) {

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "compile/cost_model.h"
 #include "core/thread_pool.h"
 #include "lumen/container.h"
 #include "lumen/memory_budget.h"
@@ -93,7 +94,19 @@ std::vector<Tensor> Executable::Impl::run(const std::vector<Tensor> &inputs,
   std::shared_ptr<const Impl> plan = shape_plans ? shape_plans->plan_for(inputs) : nullptr;
   const Impl &p = plan ? *plan : *this;
   if (timer.profile()) timer.profile()->plan_steps = p.step_info;
-  return p.planned ? p.run_planned(inputs, timer) : p.run_dynamic(inputs, timer);
+  std::vector<Tensor> outputs =
+      p.planned ? p.run_planned(inputs, timer) : p.run_dynamic(inputs, timer);
+  if (timer.profile()) p.record_timings(*timer.profile());
+  return outputs;
+}
+
+void Executable::Impl::record_timings(const RunProfile &profile) const {
+  for (const StepTiming &t : profile.steps) {
+    const ExecutionStep &s = steps[t.step];
+    if (s.kernel)
+      CostModel::instance().record(*s.backend, s.schema->name, s.dtype, s.work, t.duration_us,
+                                   *pool);
+  }
 }
 
 std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
@@ -217,7 +230,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     } catch (const Error &e) {
       rethrow_naming(step, e);
     }
-    timer.end(i);
+    timer.end(i, state->streams.of(step.backend));
   }
   state->streams.synchronize();  // the arenas are reused by the next run
   std::vector<Tensor> outputs;
@@ -309,7 +322,7 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
     }
     for (size_t i = 0; i < outs.size(); ++i) set_slot(step.outputs[i], std::move(outs[i]));
     for (int s : step.release) slots[s] = Tensor();
-    timer.end(si);
+    timer.end(si, streams.of(step.backend));
   }
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());

@@ -37,6 +37,7 @@ struct ExecutionStep {
   // that is not host memory does the copy.
   Backend *copy_from = nullptr;
   OpWork work;  // the estimate placement used; real timings are recorded against it
+  DType dtype = DType::Float32;          // the kernel dtype
   std::shared_ptr<const void> prepared;  // what the kernel's prepare function built, if any
   std::vector<int> inputs;               // slot per input, -1 for an omitted optional input
   // Per input, where a step on a device reads a copy: the slot of the value in host memory, which
@@ -112,8 +113,10 @@ class StepTimer {
   void begin() {
     if (profile_) step_start_ = Clock::now();
   }
-  void end(size_t step) {
+  // `stream`: the step's device queue, waited for so the time is the step's, not its recording.
+  void end(size_t step, Stream *stream = nullptr) {
     if (!profile_) return;
+    if (stream) stream->synchronize();
     const auto now = Clock::now();
     profile_->steps.push_back({step, micros(step_start_ - start_), micros(now - step_start_)});
   }
@@ -165,6 +168,8 @@ struct Executable::Impl {
   // against `inputs`; records the plan's steps into the timer's profile.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs, StepTimer &timer) const;
 
+  // A profiled run's step times, given to the router's cost model (compile/cost_model.h).
+  void record_timings(const RunProfile &profile) const;
   std::unique_ptr<RunState> acquire_state() const;
   void release_state(std::unique_ptr<RunState> state) const;
   std::vector<Tensor> run_planned(const std::vector<Tensor> &inputs, StepTimer &timer) const;

@@ -20,6 +20,7 @@
 #include "compile/cost_model.h"
 #include "compile/insert_copies.h"
 #include "core/thread_pool.h"
+#include "graph/op_work.h"
 #include "lumen/lumen.h"
 
 namespace lumen {
@@ -231,6 +232,36 @@ TEST_F(Router, ThePlanFollowsTheCacheWhenItSaysTheDeviceIsSlow) {
   const auto counts = steps_by_backend(*mlp(256, 2).compile(&routed()));
   EXPECT_EQ(counts.at("cpu"), 6);
   EXPECT_EQ(counts.count("sim"), 0u);
+}
+
+// Timings of profiled runs blend into the estimates; measured times far off the estimates move the
+// plan when the graph is compiled again.
+TEST_F(Router, RealTimingsBlendIntoTheEstimatesAndMoveThePlan) {
+  write_cpu_profile();
+  register_simulated_device({.speed = 8, .gbytes_per_s = 8, .latency_us = 20});
+  const Graph g = mlp(256, 2);
+  const auto sim_estimate = [&](Executable &exe) {
+    for (const auto &[backend, us] : step_named(exe, "mm0").estimates_us)
+      if (backend == "sim") return us;
+    return -1.0;
+  };
+  Executable *exe = g.compile(&routed());
+  EXPECT_NEAR(sim_estimate(*exe), 172.8, 0.1) << "the declared roofline before any run";
+  const Tensor x = Tensor::randn({256, 512}, 4);
+  RunProfile profile;
+  for (int run = 0; run < 3; ++run) exe->execute({x}, &profile);
+  // The simulated device runs the CPU's kernels: measured, its matmul is far slower than 8x.
+  const double blended = sim_estimate(*g.compile(&routed()));
+  EXPECT_GT(blended, 172.8 * 1.5) << "profiled runs were not recorded";
+  // Measured much slower still: the next compile puts the matmuls on the CPU.
+  const TensorType in{DType::Float32, Shape{256, 512}}, w{DType::Float32, Shape{512, 512}};
+  const OpWork work = estimate_work("matmul", {}, {&in, &w}, {in});
+  for (int i = 0; i < 20; ++i)
+    CostModel::instance().record(get_backend("sim"), "matmul", DType::Float32, work, 20000,
+                                 routed().thread_pool());
+  Executable *moved = g.compile(&routed());
+  EXPECT_EQ(step_named(*moved, "mm0").backend, "cpu") << step_named(*moved, "mm0").placement;
+  EXPECT_EQ(step_named(*moved, "mm1").backend, "cpu");
 }
 
 TEST_F(Router, CalibratesOncePerDeviceAndIgnoresACorruptCache) {
