@@ -13,7 +13,7 @@ BUILD_DIR=${LUMEN_BUILD_DIR:-$ROOT/build}
 VENV=$ROOT/.venv
 PY=$VENV/bin/python
 
-log() { printf '\033[1m[lumen]\033[0m %s\n' "$*"; }
+log() { printf '\033[1m[lumen %s]\033[0m %s\n' "$(date +%T)" "$*"; }  # timed: CI's budget
 
 # --- System packages (Debian/Ubuntu) ------------------------------------------------------------
 ensure_system_packages() {
