@@ -50,7 +50,22 @@ struct KernelContext {
   Tensor &output(size_t i) const { return *outputs.at(i); }
   // The values of input i (an int32 or int64 tensor: axes, shapes, k...) as int64.
   std::vector<int64_t> input_ints(size_t i, const char *what = "input") const {
-    const Tensor &t = input(i);
+    return ints_of(input(i), i, what);
+  }
+  // The same, read from input i's host copy (host_input): what a device kernel reads its
+  // parameters from. Fails where the value exists only on the device.
+  std::vector<int64_t> host_input_ints(size_t i, const char *what = "input") const {
+    const Tensor *t = host_input(i);
+    if (!t) fail(what, " (input ", i, ") must be computed on the host, not the device");
+    return ints_of(*t, i, what);
+  }
+  template <class... Args>
+  [[noreturn]] void fail(const Args &...args) const {
+    ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);
+  }
+
+ private:
+  std::vector<int64_t> ints_of(const Tensor &t, size_t i, const char *what) const {
     std::vector<int64_t> out(static_cast<size_t>(t.numel()));
     if (t.dtype() == DType::Int64) {
       for (size_t k = 0; k < out.size(); ++k) out[k] = t.data<int64_t>()[k];
@@ -60,10 +75,6 @@ struct KernelContext {
       fail(what, " (input ", i, ") must be int32 or int64, got ", dtype_name(t.dtype()));
     }
     return out;
-  }
-  template <class... Args>
-  [[noreturn]] void fail(const Args &...args) const {
-    ::lumen::fail("op '", op, "' (node '", node, "'): ", args...);
   }
 };
 

@@ -137,14 +137,8 @@ void reduce_f32(KernelContext &ctx) {
   using R = Reducer<K>;
   const Tensor &x = ctx.input(0);
   const Shape &shape = x.shape();
-  std::vector<int64_t> axes;
-  if (ctx.has_input(1)) {
-    const Tensor &a = ctx.input(1);
-    for (int64_t i = 0; i < a.numel(); ++i)
-      axes.push_back(a.dtype() == DType::Int64 ? a.data<int64_t>()[i] : a.data<int32_t>()[i]);
-  } else {
-    axes = ctx.attrs.get_ints("axes", {});
-  }
+  const std::vector<int64_t> axes =
+      ctx.has_input(1) ? ctx.input_ints(1, "axes") : ctx.attrs.get_ints("axes", {});
   std::vector<bool> mask;
   try {
     mask = reduce_detail::reduce_mask(axes, shape.rank(),

@@ -56,28 +56,19 @@ void expand(KernelContext &ctx) {
                contiguous_strides(y.shape()));
 }
 
-// Slice's starts, axes and steps are read on the host (KernelContext::host_input): the copy of
-// each the graph holds in host memory, never the device's (reading that would wait for it).
-std::vector<int64_t> host_ints(KernelContext &ctx, size_t i) {
-  const Tensor *t = ctx.host_input(i);
-  if (!t) ctx.fail("on Vulkan, slice input ", i, " must be computed on the host, not the device");
-  std::vector<int64_t> v;
-  for (int64_t k = 0; k < t->numel(); ++k)
-    v.push_back(t->dtype() == DType::Int64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k]);
-  return v;
-}
-
+// Slice's starts, axes and steps are read on the host (KernelContext::host_input_ints): the copy
+// of each the graph holds in host memory, never the device's (reading that would wait for it).
 void slice(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const std::vector<int64_t> starts = host_ints(ctx, 1);
+  const std::vector<int64_t> starts = ctx.host_input_ints(1, "starts");
   std::vector<int64_t> axes, steps(starts.size(), 1);
   if (ctx.has_input(3)) {
-    axes = host_ints(ctx, 3);
+    axes = ctx.host_input_ints(3, "axes");
   } else {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  if (ctx.has_input(4)) steps = host_ints(ctx, 4);
+  if (ctx.has_input(4)) steps = ctx.host_input_ints(4, "steps");
   const std::vector<int64_t> in = contiguous_strides(x.shape());
   std::vector<int64_t> read = in;
   int64_t offset = 0;
@@ -100,16 +91,10 @@ void gather(KernelContext &ctx) {
   Tensor &y = ctx.output(0);
   const size_t axis = data.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
   const int64_t n = data.shape()[axis];
-  const Tensor *host = ctx.host_input(1);
-  if (!host)
-    ctx.fail("indices (input 1) made on the device cannot be checked; compute them on the host");
   if (idx.dtype() != DType::Int64 && idx.dtype() != DType::Int32)
     ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
-  for (int64_t j = 0; j < host->numel(); ++j) {
-    const int64_t v =
-        host->dtype() == DType::Int64 ? host->data<int64_t>()[j] : host->data<int32_t>()[j];
+  for (const int64_t v : ctx.host_input_ints(1, "indices"))
     if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", axis, " of size ", n);
-  }
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= data.shape()[d];
   for (size_t d = axis + 1; d < data.rank(); ++d) inner *= data.shape()[d];

@@ -22,15 +22,8 @@ template <uint32_t K>
 void reduce(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  std::vector<int64_t> axes = ctx.attrs.get_ints("axes", {});
-  if (ctx.has_input(1)) {
-    const Tensor *host = ctx.host_input(1);
-    if (!host) ctx.fail("axes (input 1) must be computed on the host, not the device");
-    axes.clear();
-    for (int64_t k = 0; k < host->numel(); ++k)
-      axes.push_back(host->dtype() == DType::Int64 ? host->data<int64_t>()[k]
-                                                   : host->data<int32_t>()[k]);
-  }
+  const std::vector<int64_t> axes =
+      ctx.has_input(1) ? ctx.host_input_ints(1, "axes") : ctx.attrs.get_ints("axes", {});
   std::vector<bool> mask;
   try {
     mask = reduce_detail::reduce_mask(axes, x.rank(),
