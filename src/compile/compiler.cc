@@ -6,6 +6,7 @@
 // constants uploaded to the spaces that read them, prepared kernels, the immutable step list). A
 // graph whose input shapes are known only at run time also gets a ShapePlanCache (a planned plan
 // per input-shape signature). Control-flow steps get their subgraphs compiled the same way.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -54,7 +55,7 @@ PlacementInput placement_input(const Graph &graph, const std::vector<Node *> &or
   for (const Node *n : order) {
     if (n->attrs().has_graphs() && !find_builtin_step(n->op()))
       fail("op '", n->op(), "' (node '", n->name(), "') has subgraphs but is not control flow");
-    PlacementStep step{.op = n->op(), .node = n->name()};
+    PlacementStep step{.op = n->op(), .node = n->name(), .attrs = &n->attrs()};
     std::vector<TensorType> storage(n->inputs().size()), outputs;
     std::vector<const TensorType *> types;
     for (size_t i = 0; i < n->inputs().size(); ++i) {
@@ -62,10 +63,14 @@ PlacementInput placement_input(const Graph &graph, const std::vector<Node *> &or
       step.inputs.push_back(id(v));
       if (v) storage[i] = {v->dtype(), v->has_shape() ? v->shape() : Shape{}, v->element_type()};
       types.push_back(v ? &storage[i] : nullptr);
+      step.input_types.push_back(
+          {.present = v != nullptr, .dtype = storage[i].dtype, .shape = storage[i].shape});
     }
     for (const Value *v : n->outputs()) {
       step.outputs.push_back(id(v));
       outputs.push_back({v->dtype(), v->has_shape() ? v->shape() : Shape{}});
+      step.outputs_used.push_back(!v->users().empty() || std::count(graph.outputs().begin(),
+                                                                    graph.outputs().end(), v) != 0);
     }
     step.dtype = kernel_dtype(types);
     step.executor = find_builtin_step(n->op()) != nullptr;

@@ -56,19 +56,30 @@ std::vector<std::vector<Backend *>> candidates_of(const std::vector<PlacementSte
       candidates[i] = {nullptr};
       continue;
     }
-    for (Backend *b : allowed)
-      if (b->supports(s.op, s.dtype)) candidates[i].push_back(b);
+    const NodeQuery query{
+        .op = s.op, .attrs = s.attrs, .inputs = s.input_types, .outputs_used = s.outputs_used};
+    std::string limits;  // what the kernels of the allowed backends do not run here
+    for (Backend *b : allowed) {
+      std::string why_not;
+      if (b->supports(query, s.dtype, &why_not))
+        candidates[i].push_back(b);
+      else if (b->supports(s.op, s.dtype))
+        limits += str(limits.empty() ? "" : "; ", b->name(), ": ", why_not);
+    }
     if (!candidates[i].empty()) continue;
-    if (pinned.empty()) place_node(s.op, s.dtype, "", s.node);  // throws, saying why
-    missing.push_back(str("'", s.node, "' (", s.op, ", ", dtype_name(s.dtype), ")"));
+    if (pinned.empty() && limits.empty()) place_node(s.op, s.dtype, "", s.node);  // throws
+    missing.push_back(str("'", s.node, "' (", s.op, ", ", dtype_name(s.dtype),
+                          limits.empty() ? "" : ": ", limits, ")"));
   }
   if (!missing.empty()) {
     std::string list;
     for (size_t i = 0; i < missing.size() && i < 10; ++i) list += (i ? ", " : "") + missing[i];
     if (missing.size() > 10) list += str(" and ", missing.size() - 10, " more");
+    const char *nodes = missing.size() == 1 ? " node: " : " nodes: ";
+    if (pinned.empty()) fail("no device placed automatically runs ", missing.size(), nodes, list);
     const bool several = pinned.find(',') != std::string_view::npos;
     fail(several ? "backends '" : "backend '", pinned, several ? "' have" : "' has",
-         " no kernel for ", missing.size(), " node", missing.size() == 1 ? "" : "s", ": ", list);
+         " no kernel for ", missing.size(), nodes, list);
   }
   return candidates;
 }

@@ -43,6 +43,11 @@ struct PlacementStep {
   OpWork work;
   std::vector<int> inputs, outputs;
   bool executor = false;  // control flow and containers: run by the executor, in host memory
+  // What a backend's kernel limits look at (NodeQuery): the node's attributes (nullptr: none;
+  // they outlive placement), its input types and which outputs are read.
+  const Attributes *attrs = nullptr;
+  std::vector<NodeQuery::Input> input_types;
+  std::vector<bool> outputs_used;
 };
 
 struct PlacementValue {

@@ -59,6 +59,9 @@ class Backend {
   bool supports(std::string_view op, DType dtype) const {
     return find_kernel(op, dtype) != nullptr;
   }
+  // Whether it runs `node` (kernel dtype `dtype`): it has the kernel and the kernel's own limits
+  // (SupportsFn) accept the node; otherwise false, with what is missing in *why_not.
+  bool supports(const NodeQuery &node, DType dtype, std::string *why_not = nullptr) const;
 };
 
 // Base for backends whose memory is host memory (reference, cpu).

@@ -24,6 +24,18 @@ Registry &registry() {
 
 }  // namespace
 
+bool Backend::supports(const NodeQuery &node, DType dtype, std::string *why_not) const {
+  if (!find_kernel(node.op, dtype)) {
+    if (why_not) *why_not = str("no ", dtype_name(dtype), " kernel");
+    return false;
+  }
+  const SupportsFn limits = kernels().find_supports(node.op, dtype);
+  std::string missing = limits ? limits(node) : std::string();
+  if (missing.empty()) return true;
+  if (why_not) *why_not = std::move(missing);
+  return false;
+}
+
 std::unique_ptr<Stream> HostBackend::new_stream() {
   return std::make_unique<HostStream>();
 }

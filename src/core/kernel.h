@@ -116,12 +116,37 @@ struct PrepareContext {
 // weight that is not constant, say); the kernel then works from its inputs as usual.
 using PrepareFn = std::shared_ptr<const void> (*)(const PrepareContext &);
 
+// A node as placement shows it to a backend before choosing it (compile/place.h): what a kernel
+// needs to say whether it runs the node, beyond the (op, dtype of input 0) it is registered for.
+struct NodeQuery {
+  struct Input {
+    bool present = false;  // false for an omitted optional input
+    DType dtype = DType::Float32;
+    Shape shape;  // dims may be unknown (kUnknownDim)
+  };
+  std::string_view op;
+  const Attributes *attrs = nullptr;  // nullptr: none
+  std::vector<Input> inputs;
+  std::vector<bool> outputs_used;  // per output: whether anything reads it
+  const Attributes &attributes() const {
+    static const Attributes none;
+    return attrs ? *attrs : none;
+  }
+};
+
+// A kernel's own limits, registered beside it (LUMEN_REGISTER_SUPPORTS): "" when it runs the
+// node, else what it does not run ("max pooling's indices"), so placement picks another device
+// (or a pinned compile fails saying so) instead of the kernel failing at run time.
+using SupportsFn = std::string (*)(const NodeQuery &);
+
 class KernelRegistry {
  public:
   void add(std::string op, const std::vector<DType> &dtypes, KernelFn fn);
   KernelFn find(std::string_view op, DType dtype) const;  // nullptr when none
   void add_prepare(std::string op, const std::vector<DType> &dtypes, PrepareFn fn);
   PrepareFn find_prepare(std::string_view op, DType dtype) const;  // nullptr when none
+  void add_supports(std::string op, const std::vector<DType> &dtypes, SupportsFn fn);
+  SupportsFn find_supports(std::string_view op, DType dtype) const;  // nullptr: no limits
   // Every (op, dtype) this registry has, sorted.
   std::vector<std::pair<std::string, DType>> entries() const;
 
@@ -129,6 +154,7 @@ class KernelRegistry {
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, DType>, KernelFn, std::less<>> kernels_;
   std::map<std::pair<std::string, DType>, PrepareFn, std::less<>> prepares_;
+  std::map<std::pair<std::string, DType>, SupportsFn, std::less<>> supports_;
 };
 
 // The kernel registry of the backend named `backend`, created on first use (static-init safe).
@@ -147,6 +173,12 @@ KernelRegistry &kernel_registry(std::string_view backend);
   static const bool LUMEN_KERNEL_CONCAT(lumen_prepare_registered_, __LINE__) = [] { \
     ::lumen::kernel_registry(backend).add_prepare(op, {__VA_ARGS__}, fn);           \
     return true;                                                                    \
+  }()
+// LUMEN_REGISTER_SUPPORTS("vulkan", "max_pool2d", pool_limits, DType::Float32);
+#define LUMEN_REGISTER_SUPPORTS(backend, op, fn, ...)                                \
+  static const bool LUMEN_KERNEL_CONCAT(lumen_supports_registered_, __LINE__) = [] { \
+    ::lumen::kernel_registry(backend).add_supports(op, {__VA_ARGS__}, fn);           \
+    return true;                                                                     \
   }()
 #define LUMEN_KERNEL_CONCAT_INNER(a, b) a##b
 #define LUMEN_KERNEL_CONCAT(a, b) LUMEN_KERNEL_CONCAT_INNER(a, b)

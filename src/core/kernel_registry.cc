@@ -35,6 +35,22 @@ PrepareFn KernelRegistry::find_prepare(std::string_view op, DType dtype) const {
   return it == prepares_.end() ? nullptr : it->second;
 }
 
+void KernelRegistry::add_supports(std::string op, const std::vector<DType> &dtypes, SupportsFn fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (DType dtype : dtypes) {
+    auto [it, inserted] = supports_.emplace(std::make_pair(op, dtype), fn);
+    if (!inserted)
+      fail("supports function for op '", op, "' and dtype ", dtype_name(dtype),
+           " registered twice");
+  }
+}
+
+SupportsFn KernelRegistry::find_supports(std::string_view op, DType dtype) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = supports_.find(std::make_pair(std::string(op), dtype));
+  return it == supports_.end() ? nullptr : it->second;
+}
+
 std::vector<std::pair<std::string, DType>> KernelRegistry::entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<std::string, DType>> out;

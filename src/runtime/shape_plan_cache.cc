@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compile/compiler.h"
+#include "lumen/ops.h"
 
 namespace lumen {
 
@@ -43,7 +44,11 @@ std::unique_ptr<Executable::Impl> ShapePlanCache::specialize(
   Graph graph = graph_.clone();
   for (size_t i = 0; i < signature.size(); ++i)
     graph.set_input_shape(graph.inputs()[i], signature[i]);
-  graph.optimize(options_.opt_level, OptimizeOptions{.dump_from_env = false});
+  // As the first compile was optimized (Python's compile): no pass may make an op the pinned
+  // backend has no kernel for.
+  graph.optimize(options_.opt_level,
+                 OptimizeOptions{.dump_from_env = false,
+                                 .target_supports = ops_supported_by(runtime_.options().backend)});
   return compile_plan(graph, runtime_, options_, prepared_);
 }
 

@@ -80,6 +80,53 @@ std::vector<Case> cases() {
       {"hard_sigmoid", {r({3, 50}, 27, -6, 6)}, Attributes{{"alpha", 0.25}, {"beta", 0.4}}});
   c.push_back({"clip", {r({3, 50}, 28)}, Attributes{{"min", -0.5}, {"max", 0.75}}});
   c.push_back({"clip", {r({3, 50}, 29)}, Attributes{{"max", 0.25}}});
+  c.push_back({"erf", {r({3, 50}, 19, -3, 3)}});
+
+  // fused_elementwise: a short chain (one dispatch), and 30 steps over 8 inputs that split into
+  // several dispatches by their steps, parameters and operands (input 0 read again late).
+  c.push_back({"fused_elementwise",
+               {r({3, 50}, 14), r({3, 50}, 15), scalar(0.75f)},
+               Attributes{{"ops", std::vector<std::string>{"add", "relu", "sub", "gelu", "mul"}},
+                          {"operands", std::vector<int64_t>{1, -1, 2, -1, 0}},
+                          {"running_right", std::vector<int64_t>{0, 0, 1, 0, 0}}},
+               1e-5,
+               1e-5});
+  {
+    struct Step {
+      const char *op;
+      int64_t operand = -1;
+      int64_t right = 0;  // the running value on the right
+    };
+    const std::vector<Step> steps = {
+        {"add", 1},   {"relu"},   {"mul", 2, 1},  {"sigmoid"},    {"sub", 3, 1},     {"tanh"},
+        {"div", 4},   {"exp"},    {"log"},        {"abs"},        {"sqrt"},          {"neg"},
+        {"silu"},     {"gelu"},   {"leaky_relu"}, {"clip"},       {"hard_sigmoid"},  {"hard_swish"},
+        {"softplus"}, {"elu"},    {"erf"},        {"maximum", 5}, {"minimum", 6, 1}, {"add", 0},
+        {"gelu"},     {"mul", 7}, {"sub", 1, 1},  {"leaky_relu"}, {"clip"},          {"elu"}};
+    std::vector<std::string> ops;
+    std::vector<int64_t> operands, right;
+    std::vector<double> params;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      ops.emplace_back(steps[i].op);
+      operands.push_back(steps[i].operand);
+      right.push_back(steps[i].right);
+      const std::string op = steps[i].op;
+      if (op == "clip")
+        params.insert(params.end(), {-0.7 + 0.1 * double(i % 2), 0.9});
+      else if (op == "gelu")
+        params.insert(params.end(), {i > 20 ? 1.0 : 0.0, 0});
+      else
+        params.insert(params.end(), {0.1 + 0.01 * double(i), 0.4});
+    }
+    c.push_back(
+        {"fused_elementwise",
+         {r({4, 33}, 16), r({4, 33}, 17), r({4, 33}, 18), scalar(0.3f), r({4, 33}, 115, 0.5, 2),
+          r({4, 33}, 116), scalar(-0.2f), r({4, 33}, 117)},
+         Attributes{
+             {"ops", ops}, {"operands", operands}, {"running_right", right}, {"params", params}},
+         1e-4,
+         1e-4});
+  }
 
   const double mm_rtol = 1e-4, mm_atol = 1e-3;
   c.push_back({"matmul", {r({64, 70}, 30), r({70, 33}, 31)}, {}, mm_rtol, mm_atol});
@@ -159,6 +206,42 @@ std::vector<Case> cases() {
                {},
                conv_rtol,
                conv_atol});
+  // fused_conv's epilogue: bias, residual and an activation with parameters, on the direct path
+  // (depthwise) and the implicit GEMM (1x1, 64 channels).
+  c.push_back({"fused_conv",
+               {r({1, 8, 7, 7}, 130), r({8, 1, 3, 3}, 131), r({8}, 132), r({1, 8, 7, 7}, 133)},
+               Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                          {"group", int64_t{8}},
+                          {"activation", "leaky_relu"},
+                          {"activation_alpha", 0.2}},
+               conv_rtol,
+               conv_atol});
+  c.push_back(
+      {"fused_conv",
+       {r({1, 32, 12, 12}, 134), r({64, 32, 1, 1}, 135), r({64}, 136), r({1, 64, 12, 12}, 137)},
+       Attributes{{"activation", "clip"}, {"activation_min", -0.5}, {"activation_max", 0.8}},
+       conv_rtol,
+       conv_atol});
+  c.push_back({"fused_conv",
+               {r({2, 16, 10, 9}, 138), r({80, 16, 3, 3}, 139)},
+               Attributes{{"strides", std::vector<int64_t>{2, 1}},
+                          {"activation", "gelu"},
+                          {"activation_approximate", "tanh"}},
+               conv_rtol,
+               conv_atol});
+  c.push_back({"fused_gemm",
+               {r({70, 20}, 140), r({90, 20}, 141), r({90}, 142)},
+               Attributes{{"transB", int64_t{1}}, {"alpha", 0.5}, {"activation", "sigmoid"}},
+               mm_rtol,
+               mm_atol});
+  c.push_back(
+      {"fused_matmul",
+       {r({2, 3, 17, 9}, 143), r({9, 20}, 144), r({20}, 145)},
+       Attributes{
+           {"activation", "hard_sigmoid"}, {"activation_alpha", 0.3}, {"activation_beta", 0.45}},
+       mm_rtol,
+       mm_atol});
+  c.push_back({"fused_matmul", {r({5, 9}, 146), r({9, 7}, 147)}, {}, mm_rtol, mm_atol});
   c.push_back({"max_pool2d",
                {r({2, 3, 9, 9}, 80)},
                Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},
@@ -342,26 +425,49 @@ TEST(Vulkan, LargeMatmul2048) {
   EXPECT_TRUE(all_close(got, want, 1e-3, 2e-3));
 }
 
-// The router puts the GEMMs on Vulkan when the cost cache says it is fast, and cumsum (no Vulkan
-// kernel) on the CPU, with copies exactly where values cross.
-TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
-  SKIP_WITHOUT_VULKAN();
-  namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("lumen_vulkan_mixed_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string old;
-  if (const char *v = std::getenv("LUMEN_CACHE_DIR")) old = v;
-  setenv("LUMEN_CACHE_DIR", dir.c_str(), 1);
-  CostModel::instance().reset();
-  Runtime rt{RuntimeOptions{.num_threads = 2}};
-  {
-    std::ofstream out(dir / "device_costs.tsv");
+// A cost cache (in a directory of its own) that says Vulkan is 1000x the CPU, with a fast link,
+// for as long as it lives: the router then puts whatever Vulkan can run on it.
+class FastVulkanCache {
+ public:
+  explicit FastVulkanCache(Runtime &rt)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("lumen_vulkan_fast_" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(dir_);
+    if (const char *v = std::getenv("LUMEN_CACHE_DIR")) old_ = v;
+    setenv("LUMEN_CACHE_DIR", dir_.c_str(), 1);
+    CostModel::instance().reset();
+    std::ofstream out(dir_ / "device_costs.tsv");
     CostModel &m = CostModel::instance();
     out << m.key(get_backend("cpu"), rt.thread_pool()) << "\tprofile\t10\t5\t5\n"
         << m.key(get_backend("vulkan"), rt.thread_pool()) << "\tprofile\t10000\t500\t5\n"
         << m.key(get_backend("vulkan"), rt.thread_pool()) << "\tlink\t50\t5\n";
   }
+  ~FastVulkanCache() {
+    if (old_.empty())
+      unsetenv("LUMEN_CACHE_DIR");
+    else
+      setenv("LUMEN_CACHE_DIR", old_.c_str(), 1);
+    CostModel::instance().reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string old_;
+};
+
+std::vector<std::string> step_placements(const Executable &exe) {
+  std::vector<std::string> order;
+  for (const StepInfo &s : exe.steps()) order.push_back(s.op + "@" + s.backend);
+  return order;
+}
+
+// The router puts the GEMMs on Vulkan when the cost cache says it is fast, and cumsum (no Vulkan
+// kernel) on the CPU, with copies exactly where values cross.
+TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
+  SKIP_WITHOUT_VULKAN();
+  Runtime rt{RuntimeOptions{.num_threads = 2}};
+  const FastVulkanCache fast(rt);
   Graph g;
   Value *x = g.add_input("x", {256, 256});
   Value *h = g.add_op("matmul", {x, g.add_constant("w1", random_tensor({256, 256}, 1))}, {}, "mm1");
@@ -369,20 +475,70 @@ TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
   h = g.add_op("matmul", {h, g.add_constant("w2", random_tensor({256, 256}, 2))}, {}, "mm2");
   g.mark_output(h);
   Executable *exe = g.compile(&rt);
-  std::vector<std::string> order;
-  for (const StepInfo &s : exe->steps()) order.push_back(s.op + "@" + s.backend);
-  EXPECT_EQ(order,
+  EXPECT_EQ(step_placements(*exe),
             (std::vector<std::string>{"copy@vulkan", "matmul@vulkan", "copy@vulkan", "cumsum@cpu",
                                       "copy@vulkan", "matmul@vulkan", "copy@vulkan"}));
   Runtime cpu{RuntimeOptions{.backend = "cpu"}};
   const Tensor in = random_tensor({256, 256}, 3);
   EXPECT_TRUE(all_close(exe->execute({in})[0], g.compile(&cpu)->execute({in})[0], 1e-4, 1e-2));
-  if (old.empty())
-    unsetenv("LUMEN_CACHE_DIR");
-  else
-    setenv("LUMEN_CACHE_DIR", old.c_str(), 1);
-  CostModel::instance().reset();
-  fs::remove_all(dir);
+}
+
+// A kernel's own limits (SupportsFn) beyond its (op, dtype): the Vulkan fill writes 32-bit
+// words, so a bool constant_of_shape goes to the CPU however fast Vulkan is (the matmul beside it
+// to Vulkan), and a compile pinned to Vulkan says why it cannot run it.
+TEST(Vulkan, KernelLimitsKeepANodeOffADevice) {
+  SKIP_WITHOUT_VULKAN();
+  Runtime rt{RuntimeOptions{.num_threads = 2}};
+  const FastVulkanCache fast(rt);
+  Graph g;
+  Value *x = g.add_input("x", {256, 256});
+  g.mark_output(g.add_op("matmul", {x, g.add_constant("w", random_tensor({256, 256}, 1))}));
+  g.mark_output(g.add_op("constant_of_shape", {g.add_constant("shape", ints({2}, {4, 6}))},
+                         Attributes{{"value", Tensor::from_vector<bool>({1}, {true})}}, "mask"));
+  Executable *exe = g.compile(&rt);
+  EXPECT_EQ(step_placements(*exe),
+            (std::vector<std::string>{"copy@vulkan", "matmul@vulkan", "constant_of_shape@cpu",
+                                      "copy@vulkan"}));
+  const auto got = exe->execute({random_tensor({256, 256}, 2)});
+  EXPECT_EQ(got[1].dtype(), DType::Bool);
+  for (int64_t i = 0; i < got[1].numel(); ++i) EXPECT_TRUE(got[1].data<bool>()[i]);
+  Runtime vk{RuntimeOptions{.backend = "vulkan"}};
+  testing::expect_error([&] { g.compile(&vk); },
+                        "'mask' (constant_of_shape, int64: vulkan: a bool value (the Vulkan fill "
+                        "writes 32-bit words))");
+}
+
+// What the fusion passes make runs on Vulkan: a conv with its residual add and activation
+// (fused_conv), a matmul with bias and activation (fused_gemm), and an element-wise chain
+// (fused_elementwise),
+// pinned to Vulkan and optimized, against the CPU.
+TEST(Vulkan, FusedGraphRunsOnVulkan) {
+  SKIP_WITHOUT_VULKAN();
+  Graph g;
+  Value *x = g.add_input("x", {1, 8, 10, 10});
+  Value *c = g.add_op("conv2d",
+                      {x, g.add_constant("w", random_tensor({8, 8, 3, 3}, 1)),
+                       g.add_constant("b", random_tensor({8}, 2))},
+                      Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  c = g.add_op("relu", {g.add_op("add", {c, x})});
+  Value *f = g.add_op("reshape", {c, g.add_constant("s", ints({2}, {1, 800}))});
+  f = g.add_op("matmul", {f, g.add_constant("w2", random_tensor({800, 16}, 3))});
+  f = g.add_op("add", {f, g.add_constant("b2", random_tensor({16}, 4))});
+  f = g.add_op("tanh", {f});
+  f = g.add_op("mul", {g.add_op("sigmoid", {f}), g.add_constant("k", scalar(1.7f))});
+  g.mark_output(g.add_op("sub", {f, g.add_constant("k2", scalar(0.3f))}));
+  g.optimize(2, OptimizeOptions{.target_supports = ops_supported_by("vulkan")});
+  Runtime vk{RuntimeOptions{.backend = "vulkan"}}, cpu{RuntimeOptions{.backend = "cpu"}};
+  Executable *exe = g.compile(&vk);
+  std::set<std::string> ops;
+  for (const StepInfo &s : exe->steps()) {
+    EXPECT_TRUE(s.op == "copy" || s.backend == "vulkan") << s.op << " on " << s.backend;
+    ops.insert(s.op);
+  }
+  for (const char *fused : {"fused_conv", "fused_gemm", "fused_elementwise"})
+    EXPECT_TRUE(ops.count(fused)) << fused << " not made";
+  const Tensor in = random_tensor({1, 8, 10, 10}, 5);
+  EXPECT_TRUE(all_close(exe->execute({in})[0], g.compile(&cpu)->execute({in})[0], 1e-4, 1e-4));
 }
 
 }  // namespace

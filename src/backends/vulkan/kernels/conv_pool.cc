@@ -1,9 +1,11 @@
-// 2-D convolution (conv2d_gemm.comp: an implicit GEMM per group, where the groups are wide;
-// conv2d.comp: direct, one invocation per output element, for depthwise and other narrow groups;
-// both any kernel size, stride, dilation, padding and group count) and 2-D pooling (pool2d.comp:
-// max, average, and the global forms as one window over the whole plane), float32 NCHW.
+// 2-D convolution and fused_conv (its epilogue: bias, residual, activation) (conv2d_gemm.comp: an
+// implicit GEMM per group, where the groups are wide; conv2d.comp: direct, one invocation per
+// output element, for depthwise and other narrow groups; both any kernel size, stride, dilation,
+// padding and group count) and 2-D pooling (pool2d.comp: max, average, and the global forms as one
+// window over the whole plane), float32 NCHW.
 #include <limits>
 
+#include "backends/vulkan/kernels/activation_code.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
 
@@ -28,6 +30,8 @@ void conv2d(KernelContext &ctx) {
     uint32_t N, C, H, W, M, OH, OW, KH, KW;
     uint32_t sh, sw, dh, dw, ph, pw, group;
     uint32_t x_off, w_off, b_off, y_off, flags, act;
+    float act_alpha, act_beta;
+    uint32_t z_off;
   } p{};
   p.N = u32(ctx, x.shape()[0]), p.C = u32(ctx, x.shape()[1]);
   p.H = u32(ctx, x.shape()[2]), p.W = u32(ctx, x.shape()[3]);
@@ -42,19 +46,29 @@ void conv2d(KernelContext &ctx) {
              " groups");
   p.x_off = element_offset(x), p.w_off = element_offset(w), p.y_off = element_offset(y);
   const Tensor *bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (bias) p.b_off = element_offset(*bias), p.flags = 1;
+  if (bias) p.b_off = element_offset(*bias), p.flags |= 1;
+  const Tensor *residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (residual) {
+    if (residual->shape() != y.shape())
+      ctx.fail("residual ", residual->shape().to_string(), " must have the output's shape ",
+               y.shape().to_string());
+    p.z_off = element_offset(*residual), p.flags |= 2;
+  }
+  const Activation act = epilogue_activation(ctx.attrs);
+  p.act = act.code, p.act_alpha = act.alpha, p.act_beta = act.beta;
   if (y.numel() == 0) return;
+  const std::vector<const Tensor *> bound{&x, &w, bias ? bias : &w, &y, residual ? residual : &w};
   // An implicit GEMM where the group's GEMM fills its 64x64 tiles; the direct loop where it would
   // mostly compute padding (depthwise and other narrow groups, tiny reductions).
   const int64_t group_channels = p.M / p.group, reduction = (p.C / p.group) * p.KH * p.KW;
   if (group_channels >= 16 && reduction >= 16) {
     const int64_t pixels = int64_t{p.N} * p.OH * p.OW;
-    dispatch(ctx, shaders::conv2d_gemm, {&x, &w, bias ? bias : &w, &y}, p,
-             u32(ctx, (pixels + 63) / 64), u32(ctx, (group_channels + 63) / 64), p.group);
+    dispatch(ctx, shaders::conv2d_gemm, bound, p, u32(ctx, (pixels + 63) / 64),
+             u32(ctx, (group_channels + 63) / 64), p.group);
     return;
   }
   const Groups g = groups_for(static_cast<uint64_t>(y.numel()));
-  dispatch(ctx, shaders::conv2d, {&x, &w, bias ? bias : &w, &y}, p, g.x, g.y);
+  dispatch(ctx, shaders::conv2d, bound, p, g.x, g.y);
 }
 
 struct PoolPush {
@@ -111,6 +125,7 @@ void global_pool(KernelContext &ctx) {
 }  // namespace
 
 LUMEN_REGISTER_KERNEL("vulkan", "conv2d", conv2d, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "fused_conv", conv2d, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "max_pool2d", pool2d<0>, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "avg_pool2d", pool2d<1>, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "global_max_pool", global_pool<0>, DType::Float32);

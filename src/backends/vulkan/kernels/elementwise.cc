@@ -1,7 +1,9 @@
 // Element-wise kernels on Vulkan (float32): binary ops with broadcasting (binary.comp; variadic
 // max/min fold their inputs pairwise into the output) and activations and math (unary.comp).
 #include <limits>
+#include <optional>
 
+#include "backends/vulkan/kernels/activation_code.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -91,27 +93,10 @@ void binary(KernelContext &ctx) {
   run_binary(ctx, Op);
 }
 
-enum Unary : uint32_t {
-  kRelu,
-  kLeakyRelu,
-  kSigmoid,
-  kTanh,
-  kGelu,
-  kGeluTanh,
-  kSilu,
-  kElu,
-  kSoftplus,
-  kHardSigmoid,
-  kHardSwish,
-  kExp,
-  kLog,
-  kSqrt,
-  kNeg,
-  kAbs,
-  kClip
-};
-
-void run_unary(KernelContext &ctx, uint32_t op, float alpha, float beta) {
+// An activation or unary math op (unary.comp applies it by its code, activation_code.h).
+void unary(KernelContext &ctx) {
+  const std::optional<Activation> a = activation_of(ctx.op, ctx.attrs);
+  if (!a) ctx.fail("no Vulkan activation code for this op");
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
   const int64_t n = x.numel();
@@ -119,33 +104,10 @@ void run_unary(KernelContext &ctx, uint32_t op, float alpha, float beta) {
   struct Push {
     uint32_t n, op, x_off, y_off;
     float alpha, beta;
-  } push{static_cast<uint32_t>(n), op, element_offset(x), element_offset(y), alpha, beta};
+  } push{static_cast<uint32_t>(n), a->code,  element_offset(x),
+         element_offset(y),        a->alpha, a->beta};
   const Groups g = groups_for(static_cast<uint64_t>(n));
   if (n) dispatch(ctx, shaders::unary, {&x, &y}, push, g.x, g.y);
-}
-
-template <uint32_t Op>
-void unary(KernelContext &ctx) {
-  run_unary(ctx, Op, 0, 0);
-}
-
-void leaky_relu(KernelContext &ctx) {
-  run_unary(ctx, kLeakyRelu, static_cast<float>(ctx.attrs.get_float("alpha", 0.01)), 0);
-}
-void elu(KernelContext &ctx) {
-  run_unary(ctx, kElu, static_cast<float>(ctx.attrs.get_float("alpha", 1.0)), 0);
-}
-void hard_sigmoid(KernelContext &ctx) {
-  run_unary(ctx, kHardSigmoid, static_cast<float>(ctx.attrs.get_float("alpha", 0.2)),
-            static_cast<float>(ctx.attrs.get_float("beta", 0.5)));
-}
-void clip(KernelContext &ctx) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  run_unary(ctx, kClip, static_cast<float>(ctx.attrs.get_float("min", -kInf)),
-            static_cast<float>(ctx.attrs.get_float("max", kInf)));
-}
-void gelu(KernelContext &ctx) {
-  run_unary(ctx, ctx.attrs.get_string("approximate", "none") == "tanh" ? kGeluTanh : kGelu, 0, 0);
 }
 
 }  // namespace
@@ -158,21 +120,22 @@ LUMEN_VULKAN_KERNEL("div", binary<3>);
 LUMEN_VULKAN_KERNEL("pow", binary<4>);
 LUMEN_VULKAN_KERNEL("maximum", binary<5>);
 LUMEN_VULKAN_KERNEL("minimum", binary<6>);
-LUMEN_VULKAN_KERNEL("relu", unary<kRelu>);
-LUMEN_VULKAN_KERNEL("leaky_relu", leaky_relu);
-LUMEN_VULKAN_KERNEL("sigmoid", unary<kSigmoid>);
-LUMEN_VULKAN_KERNEL("tanh", unary<kTanh>);
-LUMEN_VULKAN_KERNEL("gelu", gelu);
-LUMEN_VULKAN_KERNEL("silu", unary<kSilu>);
-LUMEN_VULKAN_KERNEL("elu", elu);
-LUMEN_VULKAN_KERNEL("softplus", unary<kSoftplus>);
-LUMEN_VULKAN_KERNEL("hard_sigmoid", hard_sigmoid);
-LUMEN_VULKAN_KERNEL("hard_swish", unary<kHardSwish>);
-LUMEN_VULKAN_KERNEL("exp", unary<kExp>);
-LUMEN_VULKAN_KERNEL("log", unary<kLog>);
-LUMEN_VULKAN_KERNEL("sqrt", unary<kSqrt>);
-LUMEN_VULKAN_KERNEL("neg", unary<kNeg>);
-LUMEN_VULKAN_KERNEL("abs", unary<kAbs>);
-LUMEN_VULKAN_KERNEL("clip", clip);
+LUMEN_VULKAN_KERNEL("relu", unary);
+LUMEN_VULKAN_KERNEL("leaky_relu", unary);
+LUMEN_VULKAN_KERNEL("sigmoid", unary);
+LUMEN_VULKAN_KERNEL("tanh", unary);
+LUMEN_VULKAN_KERNEL("gelu", unary);
+LUMEN_VULKAN_KERNEL("silu", unary);
+LUMEN_VULKAN_KERNEL("elu", unary);
+LUMEN_VULKAN_KERNEL("softplus", unary);
+LUMEN_VULKAN_KERNEL("hard_sigmoid", unary);
+LUMEN_VULKAN_KERNEL("hard_swish", unary);
+LUMEN_VULKAN_KERNEL("exp", unary);
+LUMEN_VULKAN_KERNEL("log", unary);
+LUMEN_VULKAN_KERNEL("sqrt", unary);
+LUMEN_VULKAN_KERNEL("neg", unary);
+LUMEN_VULKAN_KERNEL("abs", unary);
+LUMEN_VULKAN_KERNEL("clip", unary);
+LUMEN_VULKAN_KERNEL("erf", unary);
 
 }  // namespace lumen::vulkan

@@ -1,7 +1,9 @@
-// MatMul and Gemm on Vulkan (matmul.comp: 64x64 tiles, strides for transposes and broadcast
-// batches) and softmax / log-softmax along any axis (softmax.comp), float32.
+// MatMul and Gemm on Vulkan, and their fused forms (epilogue: bias, activation) (matmul.comp:
+// 64x64 tiles, strides for transposes and broadcast batches) and softmax / log-softmax along any
+// axis (softmax.comp), float32.
 #include <limits>
 
+#include "backends/vulkan/kernels/activation_code.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -17,7 +19,8 @@ struct MatmulPush {
   float alpha, beta;
   uint32_t batch1, batch2;
   uint32_t a_bs[3], b_bs[3];
-  uint32_t act;
+  uint32_t act = kNoActivation;
+  float act_alpha = 0, act_beta = 0;
 };
 
 // Runs matmul.comp for `batch` products (batch dims `batch_dims`, A and B strides per batch dim).
@@ -25,6 +28,8 @@ void run_matmul(KernelContext &ctx, const Tensor &a, const Tensor &b, const Tens
                 MatmulPush push, const std::vector<int64_t> &batch_dims,
                 const std::vector<int64_t> &a_bs, const std::vector<int64_t> &b_bs) {
   if (c.numel() == 0) return;
+  const Activation act = epilogue_activation(ctx.attrs);
+  push.act = act.code, push.act_alpha = act.alpha, push.act_beta = act.beta;
   push.c_off = element_offset(c);
   if (bias) push.bias_off = element_offset(*bias), push.flags |= 1;
   // Batch dims merged where both operands step evenly across them (strided.h); beyond 3, one
@@ -76,7 +81,13 @@ void matmul(KernelContext &ctx) {
   push.M = u32(ctx, M), push.N = u32(ctx, N), push.K = u32(ctx, K);
   push.a_rs = u32(ctx, K), push.a_cs = 1, push.b_rs = u32(ctx, N), push.b_cs = 1;
   push.alpha = 1;
-  run_matmul(ctx, a, b, nullptr, c, push, batch, a_bs, b_bs);
+  // fused_matmul's bias: [N], added to every row.
+  const Tensor *bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (bias) {
+    if (bias->numel() != N) ctx.fail("bias must hold N = ", N, " values, got ", bias->numel());
+    push.beta = 1, push.bias_rs = 0, push.bias_cs = 1;
+  }
+  run_matmul(ctx, a, b, bias, c, push, batch, a_bs, b_bs);
 }
 
 void gemm(KernelContext &ctx) {
@@ -127,6 +138,8 @@ void log_softmax(KernelContext &ctx) {
 
 LUMEN_REGISTER_KERNEL("vulkan", "matmul", matmul, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "gemm", gemm, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "fused_matmul", matmul, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "fused_gemm", gemm, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "softmax", softmax, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "log_softmax", log_softmax, DType::Float32);
 

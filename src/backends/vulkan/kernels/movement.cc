@@ -128,6 +128,15 @@ void constant_of_shape(KernelContext &ctx) {
   if (push.n) dispatch(ctx, shaders::fill, {&y}, push, g.x, g.y);
 }
 
+// The fill shader writes 32-bit words: a value of 1 or 2 bytes (bool, float16) stays on the host.
+std::string constant_of_shape_limits(const NodeQuery &node) {
+  const Tensor *v = node.attributes().get_tensor("value");
+  const size_t size = v ? dtype_size(v->dtype()) : 4;
+  return size % 4
+             ? str("a ", dtype_name(v->dtype()), " value (the Vulkan fill writes 32-bit words)")
+             : "";
+}
+
 }  // namespace
 
 #define LUMEN_VULKAN_MOVEMENT(op, fn) \
@@ -142,5 +151,7 @@ LUMEN_VULKAN_MOVEMENT("expand", expand);
 LUMEN_VULKAN_MOVEMENT("slice", slice);
 LUMEN_VULKAN_MOVEMENT("gather", gather);
 LUMEN_REGISTER_KERNEL("vulkan", "constant_of_shape", constant_of_shape, DType::Int64, DType::Int32);
+LUMEN_REGISTER_SUPPORTS("vulkan", "constant_of_shape", constant_of_shape_limits, DType::Int64,
+                        DType::Int32);
 
 }  // namespace lumen::vulkan

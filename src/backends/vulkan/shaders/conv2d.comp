@@ -1,16 +1,21 @@
 // 2-D convolution, direct: one invocation per output element (n, m, oh, ow) sums its group's
 // C/group x KH x KW window (zero padding, strides, dilations), adds the bias (flags bit 0) and
-// applies the activation (act 1: relu).
+// the residual (flags bit 1) and applies the activation.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 4) readonly buffer Z { float z[]; };  // residual (flags bit 1)
 layout(push_constant) uniform Push {
   uint N, C, H, W, M, OH, OW, KH, KW;
   uint sh, sw, dh, dw, ph, pw, group;
-  uint x_off, w_off, b_off, y_off, flags, act;
+  uint x_off, w_off, b_off, y_off, flags, act;  // act: activation code (31: none)
+  float act_alpha, act_beta;
+  uint z_off;
 } p;
 
 void main() {
@@ -33,6 +38,6 @@ void main() {
       }
     }
   }
-  if (p.act == 1u) acc = max(acc, 0.0);
-  y[p.y_off + i] = acc;
+  if ((p.flags & 2u) != 0u) acc += z[p.z_off + i];
+  y[p.y_off + i] = activate(p.act, acc, p.act_alpha, p.act_beta);
 }

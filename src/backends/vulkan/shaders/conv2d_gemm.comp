@@ -2,18 +2,23 @@
 // output channel of the group, p an output pixel (batch folded in) and k = (c, kh, kw) a tap of
 // the group's input channels; X is gathered from the input on the fly (zero outside it), never
 // stored. A 64x64 tile of out per workgroup of 16x16 invocations, each computing 4x4, from
-// 16-deep slices of W and X staged in shared memory (as matmul.comp). Bias (flags bit 0) and
-// relu (act 1) are applied on the way out.
+// 16-deep slices of W and X staged in shared memory (as matmul.comp). Bias (flags bit 0), the
+// residual (flags bit 1) and the activation are applied on the way out.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 4) readonly buffer Z { float z[]; };  // residual (flags bit 1)
 layout(push_constant) uniform Push {
   uint N, C, H, W, M, OH, OW, KH, KW;
   uint sh, sw, dh, dw, ph, pw, group;
-  uint x_off, w_off, b_off, y_off, flags, act;
+  uint x_off, w_off, b_off, y_off, flags, act;  // act: activation code (31: none)
+  float act_alpha, act_beta;
+  uint z_off;
 } p;
 
 shared float As[16][68];
@@ -63,10 +68,10 @@ void main() {
     for (int j = 0; j < 4; ++j) {
       uint gp = p0 + tx + 16 * j;
       if (gp >= P) continue;
+      uint n = gp / plane, pix = gp % plane, at = (n * p.M + channel) * plane + pix;
       float v = acc[i][j] + b;
-      if (p.act == 1u) v = max(v, 0.0);
-      uint n = gp / plane, pix = gp % plane;
-      y[p.y_off + (n * p.M + channel) * plane + pix] = v;
+      if ((p.flags & 2u) != 0u) v += z[p.z_off + at];
+      y[p.y_off + at] = activate(p.act, v, p.act_alpha, p.act_beta);
     }
   }
 }

@@ -1,8 +1,11 @@
-// C = alpha * A B + beta * bias, then an activation: a 64x64 tile of C per workgroup of 16x16
-// invocations, each computing 4x4 outputs from 16-deep slices of A and B staged in shared memory.
+// C = act(alpha * A B + beta * bias), act by code (activations.glsl): a 64x64 tile of C per
+// workgroup of 16x16 invocations, each computing 4x4 outputs from 16-deep slices of A and B staged
+// in shared memory.
 // A and B are read through row and column strides (transposes cost nothing) and batch strides
 // over up to 3 batch dims (0 where broadcast); C is contiguous [batch, M, N].
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -14,7 +17,8 @@ layout(push_constant) uniform Push {
   float alpha, beta;
   uint batch1, batch2;   // sizes of batch dims 1 and 2 (dim 0 is gl_NumWorkGroups.z / both)
   uint a_bs0, a_bs1, a_bs2, b_bs0, b_bs1, b_bs2;
-  uint act;              // 0 none, 1 relu
+  uint act;              // activation code (31: none) and its parameters
+  float act_alpha, act_beta;
 } p;
 
 shared float As[16][68];
@@ -55,7 +59,7 @@ void main() {
       if (n >= p.N) continue;
       float v = p.alpha * acc[i][j];
       if ((p.flags & 1u) != 0u) v += p.beta * bias[p.bias_off + m * p.bias_rs + n * p.bias_cs];
-      if (p.act == 1u) v = max(v, 0.0);
+      v = activate(p.act, v, p.act_alpha, p.act_beta);
       c[p.c_off + (z * p.M + m) * p.N + n] = v;
     }
   }
