@@ -49,6 +49,11 @@ struct CompileOptions {
   // The memory budget (lumen/memory_budget.h) of compiling and of every run, in bytes: a plan
   // whose arena or a run whose tensor needs more fails with lumen::Error. 0: the default.
   size_t max_memory = 0;
+  // Routing that corrects itself (runtime/adaptive_plan.h): the second and third runs are timed
+  // step by step, and where a step that matters took over twice or under half the router's
+  // estimate, the timings go to the cost model and the graph is placed again between runs (at
+  // most 3 times; Executable::replans says why). Off: the placement is fixed at compile time.
+  bool adaptive = false;
 };
 
 struct OptimizeOptions {

@@ -129,7 +129,6 @@ struct RunProfile {
   double total_us = 0;  // the whole execute(), input checks included
 };
 
-// A compiled graph. Immutable after compilation, so execute() may be called from several threads
 // A timeout for the runs of this thread while it lives (lumen's CompiledModel.run(timeout=)): an
 // execute() stops between steps (and between a loop's iterations) once `seconds` have passed
 // since the scope began, with a lumen::Error naming the node it stopped before. Cooperative: the
@@ -146,9 +145,11 @@ class RunTimeoutScope {
   int64_t previous_deadline_ns_;
 };
 
-// at once. With static shapes, intermediates live at planned offsets in an arena; each concurrent
-// execute() takes its own arena from a pool the Executable keeps, so a steady-state run allocates
-// only the output tensors it returns.
+// A compiled graph. Immutable after compilation (an adaptive one may swap its plan between runs,
+// a bounded number of times), so execute() may be called from several threads at once. With
+// static shapes, intermediates live at planned offsets in an arena; each concurrent execute()
+// takes its own arena from a pool the Executable keeps, so a steady-state run allocates only the
+// output tensors it returns.
 class Executable {
  public:
   struct Impl;
@@ -169,8 +170,13 @@ class Executable {
   const std::vector<StepInfo> &steps() const;
   const MemoryReport &memory() const;
   std::string summary() const;
+  // Compiled with CompileOptions::adaptive: one line per time the plan was redone because runs
+  // disagreed with the router's estimates ("replan 1: 2 steps off the estimates (...); 3 steps
+  // moved"). Empty otherwise.
+  std::vector<std::string> replans() const;
 
  private:
+  const Impl &current_plan() const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -385,7 +385,7 @@ removed by optimize() must not be used afterwards.)doc")
       .def(
           "compile",
           [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity,
-             size_t max_memory) {
+             size_t max_memory, bool adaptive) {
             nb::object rt = runtime.is_none() ? default_runtime() : nb::borrow(runtime);
             Runtime &native = nb::cast<Runtime &>(rt);
             Executable *exe = nullptr;
@@ -393,17 +393,21 @@ removed by optimize() must not be used afterwards.)doc")
               nb::gil_scoped_release release;
               exe = g.compile(&native, CompileOptions{.opt_level = opt_level,
                                                       .shape_cache_capacity = shape_cache_capacity,
-                                                      .max_memory = max_memory});
+                                                      .max_memory = max_memory,
+                                                      .adaptive = adaptive});
             }
             return new PyExecutable(exe, std::move(rt));
           },
           nb::arg("runtime") = nb::none(), nb::arg("opt_level") = 2,
-          nb::arg("shape_cache_capacity") = 8, nb::arg("max_memory") = 0, rv_policy::take_ownership,
+          nb::arg("shape_cache_capacity") = 8, nb::arg("max_memory") = 0,
+          nb::arg("adaptive") = false, rv_policy::take_ownership,
           "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime). A "
           "graph with input dims known only at run time gets a plan per input-shape signature "
           "when a signature comes a second time (optimized at `opt_level`, memory planned), "
           "keeping the `shape_cache_capacity` most recently used. `max_memory`: the memory budget "
-          "in bytes of compiling and of every run (0: the default, see lumen.memory_budget).")
+          "in bytes of compiling and of every run (0: the default, see lumen.memory_budget). "
+          "`adaptive`: runs 2 and 3 are timed, and where steps disagree with the router's "
+          "estimates the graph is placed again between runs (at most 3 times; see replans).")
       .def("__str__", &Graph::to_string);
 
   nb::class_<PyRunTimeout>(m, "RunTimeout", R"doc(
@@ -425,6 +429,9 @@ execute_profiled(*inputs) -> (outputs, RunProfile): the same run, timing every k
       .def_prop_ro("inputs", [](const PyExecutable &e) { return e.exe->inputs(); })
       .def_prop_ro("outputs", [](const PyExecutable &e) { return e.exe->outputs(); })
       .def_prop_ro("steps", [](const PyExecutable &e) { return e.exe->steps(); })
+      .def_prop_ro(
+          "replans", [](const PyExecutable &e) { return e.exe->replans(); },
+          "Compiled with adaptive=True: one line per time the plan was redone, and why.")
       .def_prop_ro(
           "memory", [](const PyExecutable &e) { return e.exe->memory(); },
           "The MemoryReport (a copy).")

@@ -17,6 +17,7 @@
 #include "compile/lower.h"
 #include "compile/place.h"
 #include "compile/plan_memory.h"
+#include "runtime/adaptive_plan.h"
 
 #include "core/thread_pool.h"
 #include "lumen/memory_budget.h"
@@ -297,8 +298,10 @@ Executable *Graph::compile(Runtime *runtime, const CompileOptions &options) cons
   if (!runtime) fail("compile: runtime is null");
   if (options.shape_cache_capacity == 0) fail("compile: shape_cache_capacity must be at least 1");
   verify();
-  std::unique_ptr<Executable::Impl> impl =
-      compile_graph(*this, *runtime, options, std::make_shared<PreparedCache>());
+  auto prepared = std::make_shared<PreparedCache>();
+  std::unique_ptr<Executable::Impl> impl = compile_graph(*this, *runtime, options, prepared);
+  if (options.adaptive)
+    impl->adaptive = std::make_shared<AdaptivePlan>(clone(), *runtime, options, prepared);
   return runtime->adopt(std::make_unique<Executable>(std::move(impl)));
 }
 

@@ -1,11 +1,13 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
 #include "compile/cost_model.h"
 #include "core/thread_pool.h"
 #include "lumen/container.h"
 #include "lumen/memory_budget.h"
+#include "runtime/adaptive_plan.h"
 #include "runtime/executable_impl.h"
 #include "runtime/op_runner.h"
 #include "runtime/run_deadline.h"
@@ -23,10 +25,16 @@ const std::vector<ValueInfo> &Executable::outputs() const {
   return impl_->outputs;
 }
 const std::vector<StepInfo> &Executable::steps() const {
-  return impl_->step_info;
+  return current_plan().step_info;
 }
 const MemoryReport &Executable::memory() const {
-  return impl_->memory;
+  return current_plan().memory;
+}
+std::vector<std::string> Executable::replans() const {
+  return impl_->adaptive ? impl_->adaptive->history() : std::vector<std::string>{};
+}
+const Executable::Impl &Executable::current_plan() const {
+  return impl_->adaptive ? impl_->adaptive->current(*impl_) : *impl_;
 }
 
 namespace {
@@ -76,8 +84,14 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs) const
 
 std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
                                         RunProfile *profile) const {
+  // An adaptive executable runs its current plan, timing the runs that check it.
+  const Impl *plan = impl_.get();
+  bool timed = false;
+  if (impl_->adaptive) std::tie(plan, timed) = impl_->adaptive->next(*impl_);
+  RunProfile own;
+  if (timed && !profile) profile = &own;
   StepTimer timer(profile);
-  const Impl &p = *impl_;
+  const Impl &p = *plan;
   const MemoryBudgetScope budget(p.max_memory);
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
@@ -85,6 +99,7 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
     check_input(p.inputs[i], p.input_rank_known[i], inputs[i]);
   std::vector<Tensor> outputs = p.run(inputs, timer);
   timer.finish();
+  if (timed) impl_->adaptive->observe(p, *profile);
   return outputs;
 }
 

@@ -17,6 +17,7 @@
 namespace lumen {
 
 class ShapePlanCache;
+class AdaptivePlan;
 struct ExecutionStep;
 
 // Runs a step the executor does itself, without a backend kernel: control flow (if, loop, scan:
@@ -163,6 +164,9 @@ struct Executable::Impl {
   // A graph with input dims known only at run time: its plans per input-shape signature (null
   // for graphs whose plan above serves every run).
   std::shared_ptr<ShapePlanCache> shape_plans;
+  // CompileOptions::adaptive: the plans that replace this one when runs disagree with the
+  // router's estimates (null when not adaptive).
+  std::shared_ptr<AdaptivePlan> adaptive;
 
   // Runs the plan (a dynamic graph: the plan for these inputs' shapes) on inputs already checked
   // against `inputs`; records the plan's steps into the timer's profile.

@@ -41,11 +41,11 @@ def mlp(path, layers=3, rows=256, width=512):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
-def run_child(code, tmp_path, *args):
+def run_child(code, tmp_path, *args, device="speed=8,bandwidth=8,latency=20"):
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(lumen.__file__))
     env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
-    env["LUMEN_SIMULATED_DEVICE"] = "speed=8,bandwidth=8,latency=20"
+    env["LUMEN_SIMULATED_DEVICE"] = device
     env["LUMEN_CACHE_DIR"] = str(tmp_path / "cache")
     cmd = [sys.executable, "-c", textwrap.dedent(code)] if code else [sys.executable, "-m",
                                                                       "lumen", *args]
@@ -98,3 +98,35 @@ def test_inspect_routing_and_the_trace_show_the_copies(tmp_path):
     copies = [e for e in events if e.get("cat") == "copy"]
     runs = [e for e in events if e.get("ph") == "X" and e.get("cat") not in ("copy", "run")]
     assert copies and runs and {e["tid"] for e in copies}.isdisjoint({e["tid"] for e in runs})
+
+
+def test_an_adaptive_compile_moves_what_runs_slower_than_estimated(tmp_path):
+    # The simulated device declares 8x the CPU's speed but runs 20x slower than it
+    # (slowdown=20): the timed runs disagree with the estimates, the graph is placed again
+    # between runs and its steps move to the CPU (src/runtime/adaptive_plan.h). Results stay the
+    # CPU's; a plain compile keeps its plan.
+    path = str(tmp_path / "mlp.onnx")
+    mlp(path, layers=1)
+    out = run_child(f"""
+        import json, numpy as np, lumen
+        model = lumen.load_onnx({path!r})
+        x = np.random.default_rng(1).standard_normal((256, 512)).astype(np.float32)
+        want = model.compile(backend="cpu", num_threads=2).run({{"x": x}})[0]
+        fixed = model.compile(backend="cpu,sim", num_threads=2)
+        for _ in range(3):
+            fixed.run({{"x": x}})
+        adaptive = model.compile(backend="cpu,sim", num_threads=2, adaptive=True)
+        before = [r["backend"] for r in adaptive.routing() if r["op"] != "copy"]
+        same = all(np.array_equal(adaptive.run({{"x": x}})[0], want) for _ in range(6))
+        print(json.dumps({{"same": same, "replans": adaptive.replans(), "before": before,
+                          "after": [r["backend"] for r in adaptive.routing()],
+                          "fixed": fixed.replans()}}))
+    """, tmp_path, device="speed=8,bandwidth=8,latency=20,slowdown=20")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["same"]
+    assert result["fixed"] == []
+    assert "sim" in result["before"], result
+    assert 1 <= len(result["replans"]) <= 3, result["replans"]
+    first = result["replans"][0]
+    assert first.startswith("replan 1: ") and " on sim: " in first and "moved" in first, first
+    assert set(result["after"]) == {"cpu"}, result

@@ -264,6 +264,36 @@ TEST_F(Router, RealTimingsBlendIntoTheEstimatesAndMoveThePlan) {
   EXPECT_EQ(step_named(*moved, "mm1").backend, "cpu");
 }
 
+// compile(adaptive): the simulated device declares 8x the CPU's speed but runs 20x slower than
+// the CPU, so the matmul placed there takes ~160x its estimate. The timed second run shows it,
+// and the executable places the graph again: the matmul moves to the CPU, and the results stay
+// the CPU's. Without adaptive the plan stays as compiled.
+TEST_F(Router, AnAdaptivePlanMovesAStepSlowerThanItsEstimate) {
+  write_cpu_profile();
+  register_simulated_device({.speed = 8, .gbytes_per_s = 8, .latency_us = 20, .slowdown = 20});
+  const Graph g = mlp(256, 1);
+  const Tensor x = Tensor::randn({256, 512}, 4);
+  Runtime cpu{RuntimeOptions{.num_threads = 2, .backend = "cpu"}};
+  const Tensor want = g.compile(&cpu)->execute({x})[0];
+
+  // Not adaptive: the plan stays as compiled (these runs are untimed: the model learns nothing).
+  Executable *fixed = g.compile(&routed());
+  for (int run = 0; run < 3; ++run) fixed->execute({x});
+  EXPECT_EQ(step_named(*fixed, "mm0").backend, "sim");
+  EXPECT_TRUE(fixed->replans().empty());
+
+  Executable *exe = g.compile(&routed(), CompileOptions{.adaptive = true});
+  EXPECT_EQ(step_named(*exe, "mm0").backend, "sim") << step_named(*exe, "mm0").placement;
+  for (int run = 0; run < 6; ++run) expect_same(exe->execute({x})[0], want);
+  const std::vector<std::string> replans = exe->replans();
+  ASSERT_GE(replans.size(), 1u);
+  EXPECT_LE(replans.size(), size_t{3});
+  EXPECT_NE(replans[0].find("mm0 on sim: "), std::string::npos) << replans[0];
+  EXPECT_NE(replans[0].find("moved"), std::string::npos) << replans[0];
+  EXPECT_EQ(step_named(*exe, "mm0").backend, "cpu") << step_named(*exe, "mm0").placement;
+  EXPECT_EQ(steps_by_backend(*exe).count("copy"), 0u);
+}
+
 TEST_F(Router, CalibratesOncePerDeviceAndIgnoresACorruptCache) {
   Backend &cpu = get_backend("cpu");
   const auto start = std::chrono::steady_clock::now();

@@ -1,9 +1,12 @@
 #include "backends/simulated/simulated_device.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "core/backend.h"
 
@@ -31,6 +34,35 @@ class SimulatedStream final : public Stream {
   void synchronize() override {}  // its kernels run synchronously, like the CPU's
 };
 
+// SimulatedDeviceOptions::slowdown of the registered device.
+std::atomic<double> g_slowdown{1.0};
+
+// The CPU's kernel for this call (keyed by input 0's dtype, as every kernel is), then a wait for
+// the rest of the slowdown.
+void slowed_kernel(KernelContext &ctx) {
+  const DType dtype = ctx.has_input(0) ? ctx.input(0).dtype() : DType::Float32;
+  const KernelFn kernel = kernel_registry("cpu").find(ctx.op, dtype);
+  if (!kernel) ctx.fail("no CPU kernel for ", dtype_name(dtype), " inputs");
+  const auto start = std::chrono::steady_clock::now();
+  kernel(ctx);
+  std::this_thread::sleep_for((std::chrono::steady_clock::now() - start) * (g_slowdown - 1));
+}
+
+// The CPU's kernels, prepare functions and limits, each kernel called through slowed_kernel.
+const KernelRegistry &slowed_kernels() {
+  static const KernelRegistry *registry = [] {
+    auto *r = new KernelRegistry;
+    const KernelRegistry &cpu = kernel_registry("cpu");
+    for (const auto &[op, dtype] : cpu.entries()) {
+      r->add(op, {dtype}, slowed_kernel);
+      if (PrepareFn prepare = cpu.find_prepare(op, dtype)) r->add_prepare(op, {dtype}, prepare);
+      if (SupportsFn limits = cpu.find_supports(op, dtype)) r->add_supports(op, {dtype}, limits);
+    }
+    return r;
+  }();
+  return *registry;
+}
+
 class SimulatedBackend final : public Backend {
  public:
   explicit SimulatedBackend(const SimulatedDeviceOptions &options) : options_(options) {}
@@ -39,13 +71,16 @@ class SimulatedBackend final : public Backend {
   std::string driver_id() const override {
     std::ostringstream id;
     id << "simulated speed " << options_.speed << " link " << options_.gbytes_per_s << " GB/s "
-       << options_.latency_us << " us launch " << options_.launch_us << " us";
+       << options_.latency_us << " us launch " << options_.launch_us << " us slowdown "
+       << options_.slowdown;
     return id.str();
   }
   int priority() const override { return options_.priority; }
   Allocator &allocator() override { return allocator_; }
   std::unique_ptr<Stream> new_stream() override { return std::make_unique<SimulatedStream>(); }
-  const KernelRegistry &kernels() const override { return kernel_registry("cpu"); }
+  const KernelRegistry &kernels() const override {
+    return options_.slowdown == 1 ? kernel_registry("cpu") : slowed_kernels();
+  }
   std::optional<DeviceProfile> declared_profile(const DeviceProfile &host) const override {
     return DeviceProfile{
         .gflops = host.gflops * options_.speed,
@@ -85,7 +120,9 @@ const bool registered_from_environment = [] {
 }  // namespace
 
 void register_simulated_device(const SimulatedDeviceOptions &options) {
+  if (!(options.slowdown >= 1)) fail("the simulated device's slowdown must be at least 1");
   unregister_backend("sim");
+  g_slowdown = options.slowdown;
   register_backend(std::make_unique<SimulatedBackend>(options));
 }
 
@@ -114,9 +151,11 @@ SimulatedDeviceOptions parse_simulated_device_options(const std::string &spec) {
       options.launch_us = value;
     else if (key == "priority")
       options.priority = static_cast<int>(value);
+    else if (key == "slowdown")
+      options.slowdown = value;
     else
       fail("LUMEN_SIMULATED_DEVICE: unknown field '", key,
-           "' (known: speed, bandwidth, latency, launch, priority)");
+           "' (known: speed, bandwidth, latency, launch, priority, slowdown)");
   }
   return options;
 }

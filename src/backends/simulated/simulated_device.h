@@ -5,7 +5,8 @@
 // results must match single-device runs bit for bit (the same kernels run either way).
 //
 // Registered by register_simulated_device() (C++ tests) or, for a whole process, by the
-// environment: LUMEN_SIMULATED_DEVICE="speed=8,bandwidth=2,latency=50[,launch=30,priority=50]".
+// environment: LUMEN_SIMULATED_DEVICE="speed=8,bandwidth=2,latency=50[,launch=30,priority=50,
+// slowdown=20]".
 #pragma once
 
 #include <string>
@@ -18,6 +19,9 @@ struct SimulatedDeviceOptions {
   double latency_us = 20;   // per copy
   double launch_us = -1;    // per step; below 0: the host CPU's measured figure
   int priority = 50;        // below the CPU's 100: pinned-free ties go to the CPU
+  // Its kernels take this many times as long as the CPU's they run (waiting out the rest): a
+  // device slower than it declares, for tests of adaptive placement. 1: the CPU's own time.
+  double slowdown = 1;
 };
 
 // Registers the backend "sim" (replacing one registered before) with these options.
@@ -25,8 +29,8 @@ void register_simulated_device(const SimulatedDeviceOptions &options);
 // Takes it out of the registry again; nothing compiled for it may still run.
 void unregister_simulated_device();
 
-// Parses "speed=8,bandwidth=2,latency=50,launch=30,priority=50" (any subset); throws naming a bad
-// field.
+// Parses "speed=8,bandwidth=2,latency=50,launch=30,priority=50,slowdown=20" (any subset); throws
+// naming a bad field.
 SimulatedDeviceOptions parse_simulated_device_options(const std::string &spec);
 
 }  // namespace lumen
