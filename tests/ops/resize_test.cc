@@ -1,9 +1,10 @@
-// resize: the CPU backend against the reference over every mode; hand-computed nearest, linear and
-// cubic results for the coordinate transformation modes, sizes vs scales, axes, and errors naming
-// the op.
+// resize: the CPU and Vulkan backends (Vulkan where a device exists, float32) against the
+// reference over every mode; hand-computed nearest, linear and cubic results for the coordinate
+// transformation modes, sizes vs scales, axes, and errors naming the op.
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "op_test_util.h"
 
 namespace lumen {
@@ -18,6 +19,14 @@ const Tensor kEmpty = Tensor::empty({0}, DType::Float32);
 
 Tensor resize(const std::vector<Tensor> &inputs, const Attributes &attrs) {
   return call_op("resize", inputs, attrs, "reference").at(0);
+}
+
+// The backends checked against the reference: the CPU, and Vulkan where it runs here.
+std::vector<std::string> backends_under_test() {
+  std::vector<std::string> names{"cpu"};
+  if (Backend *vulkan = find_backend("vulkan"); vulkan && vulkan->available())
+    names.push_back("vulkan");
+  return names;
 }
 
 void expect_values(const Tensor &t, const Shape &shape, const std::vector<float> &want) {
@@ -84,10 +93,10 @@ TEST(ResizeTest, Errors) {
   expect_error([&] { resize({x}, {}); }, "exactly one of scales and sizes");
 }
 
-// The CPU kernel against the reference: every mode, coordinate transformation, nearest rounding,
-// antialias and exclude_outside, up- and down-sampling by scales or sizes, on the inner axes,
-// an outer one (channels) and all four; float32 and float64.
-TEST(ResizeTest, CpuMatchesReferenceEverywhere) {
+// The CPU and Vulkan kernels against the reference: every mode, coordinate transformation,
+// nearest rounding, antialias and exclude_outside, up- and down-sampling by scales or sizes, on
+// the inner axes, an outer one (channels) and all four; float32 and float64 (the CPU).
+TEST(ResizeTest, KernelsMatchReferenceEverywhere) {
   const Tensor x32 = testing::random_tensor({2, 3, 7, 9}, 5);
   const Tensor x64 = testing::random_tensor({2, 3, 7, 9}, 5, -1, 1, DType::Float64);
   struct Geometry {
@@ -123,24 +132,30 @@ TEST(ResizeTest, CpuMatchesReferenceEverywhere) {
             std::vector<Tensor> inputs{x, kEmpty, g.scales};
             if (g.sizes.numel()) inputs.push_back(g.sizes);
             const Tensor want = call_op("resize", inputs, attrs, "reference")[0];
-            const Tensor got = call_op("resize", inputs, attrs, "cpu")[0];
-            EXPECT_TRUE(testing::all_close(got, want, 1e-5, 1e-5))
-                << mode << " " << ctm << " variant " << variant << " " << dtype_name(x.dtype());
+            for (const std::string &backend : backends_under_test()) {
+              if (backend != "cpu" && x.dtype() != DType::Float32) continue;
+              const Tensor got = call_op("resize", inputs, attrs, backend)[0];
+              EXPECT_TRUE(testing::all_close(got, want, 1e-5, 1e-5))
+                  << backend << " " << mode << " " << ctm << " variant " << variant << " "
+                  << dtype_name(x.dtype());
+            }
             ++cases;
           }
         }
   EXPECT_EQ(cases, 6 * 3 * 5 * 3 * 2);
 }
 
-TEST(ResizeTest, CpuCropAndResizeExtrapolates) {
+TEST(ResizeTest, CropAndResizeExtrapolates) {
   const Tensor x = testing::random_tensor({1, 2, 6, 6}, 8);
   const Tensor roi = f32({8}, {0, 0, -0.2f, 0.1f, 1, 1, 0.8f, 1.3f});
   const Attributes attrs{{"mode", std::string("linear")},
                          {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
                          {"extrapolation_value", 3.5}};
   const std::vector<Tensor> inputs{x, roi, f32({4}, {1, 1, 1.5f, 2})};
-  EXPECT_TRUE(testing::all_close(call_op("resize", inputs, attrs, "cpu")[0],
-                                 call_op("resize", inputs, attrs, "reference")[0], 1e-5, 1e-5));
+  for (const std::string &backend : backends_under_test())
+    EXPECT_TRUE(testing::all_close(call_op("resize", inputs, attrs, backend)[0],
+                                   call_op("resize", inputs, attrs, "reference")[0], 1e-5, 1e-5))
+        << backend;
 }
 
 }  // namespace

@@ -242,6 +242,15 @@ std::vector<Case> cases() {
        mm_rtol,
        mm_atol});
   c.push_back({"fused_matmul", {r({5, 9}, 146), r({9, 7}, 147)}, {}, mm_rtol, mm_atol});
+  // resize (tests/ops/resize_test.cc runs every mode on Vulkan as well): two axes by scales, and
+  // an identity (a plain copy).
+  c.push_back({"resize",
+               {r({1, 2, 5, 6}, 150), Tensor::empty({0}, DType::Float32),
+                Tensor::from_vector<float>({4}, {1, 1, 1.6f, 0.5f})},
+               Attributes{{"mode", "cubic"}, {"antialias", int64_t{1}}}});
+  c.push_back({"resize",
+               {r({2, 3, 4}, 151), Tensor::empty({0}, DType::Float32),
+                Tensor::from_vector<float>({3}, {1, 1, 1})}});
   c.push_back({"max_pool2d",
                {r({2, 3, 9, 9}, 80)},
                Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},

@@ -131,6 +131,7 @@ void VulkanStream::synchronize() {
   LUMEN_VK(vkResetCommandBuffer(commands_, 0));
   LUMEN_VK(vkResetDescriptorPool(dev.device(), descriptors_, 0));
   sets_used_ = 0;
+  retained_.clear();
 }
 
 void VulkanStream::dispatch(const Shader &shader, const std::vector<const Tensor *> &tensors,

@@ -41,6 +41,9 @@ class VulkanStream final : public Stream {
                 size_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
   // Records a copy between two Vulkan buffers (device or staging addresses).
   void copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset, size_t bytes);
+  // Keeps `t` (a kernel's temporary: tables, intermediates) allocated until the work recorded so
+  // far has run, so its memory is not handed out again while a dispatch still reads it.
+  void retain(Tensor t) { retained_.push_back(std::move(t)); }
 
  private:
   void begin_if_needed();
@@ -49,6 +52,7 @@ class VulkanStream final : public Stream {
   VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
   uint32_t sets_used_ = 0;
   bool recording_ = false;
+  std::vector<Tensor> retained_;
 };
 
 // Where a tensor starts in its buffer, in elements of its dtype (what shaders index by).
