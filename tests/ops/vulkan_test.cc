@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -373,6 +374,31 @@ TEST(Vulkan, EveryKernelMatchesTheReferenceAndHasACase) {
   for (const auto &[op, dtype] : kernel_registry("vulkan").entries())
     EXPECT_TRUE(covered.count({op, dtype}))
         << "the Vulkan kernel (" << op << ", " << dtype_name(dtype) << ") has no case here";
+}
+
+// NaN and infinities go through the element-wise kernels as on the reference (GLSL's max, clamp
+// and pow leave NaN undefined): every element-wise case again with specials in input 0.
+TEST(Vulkan, SpecialValuesPropagateAsOnTheReference) {
+  SKIP_WITHOUT_VULKAN();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  for (Case c : cases()) {
+    static const std::set<std::string> kElementwise = {
+        "add",     "sub",      "mul",        "div",          "pow",
+        "maximum", "minimum",  "relu",       "sigmoid",      "tanh",
+        "silu",    "softplus", "hard_swish", "exp",          "neg",
+        "abs",     "log",      "sqrt",       "gelu",         "leaky_relu",
+        "elu",     "erf",      "clip",       "hard_sigmoid", "fused_elementwise"};
+    if (!kElementwise.count(c.op) || c.inputs[0].numel() < 3) continue;
+    SCOPED_TRACE(c.op + " " + c.attrs.to_string());
+    Tensor x = c.inputs[0].contiguous();
+    x.data<float>()[0] = nan;
+    x.data<float>()[1] = inf;
+    x.data<float>()[2] = -inf;
+    c.inputs[0] = x;
+    EXPECT_TRUE(all_close(call_op(c.op, c.inputs, c.attrs, "vulkan")[0],
+                          call_op(c.op, c.inputs, c.attrs, "reference")[0], c.rtol, c.atol));
+  }
 }
 
 TEST(Vulkan, GatherChecksItsIndicesOnTheHost) {

@@ -26,6 +26,9 @@ float tanh_precise(float v) {
 float sigmoid(float v) { return v >= 0.0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v)); }
 
 float activate(uint op, float v, float alpha, float beta) {
+  // NaN stays NaN through every one of them, as on the CPU (GLSL's max, clamp and sign are
+  // undefined or 0 for NaN).
+  if (isnan(v)) return v;
   switch (op) {
     case 0: return max(v, 0.0);                                            // relu
     case 1: return v >= 0.0 ? v : alpha * v;                               // leaky_relu

@@ -14,14 +14,22 @@ layout(push_constant) uniform Push {
   uint b_stride[6];
 } p;
 
+// x^y as std::pow, special cases included: x^0 and 1^y are 1 (NaN included), NaN otherwise
+// gives NaN, infinite exponents and bases by their limits, a negative base only to an integer.
 float power(float x, float y) {
-  if (y == 0.0) return 1.0;
-  float r = pow(abs(x), y);
-  if (x < 0.0) {
-    if (floor(y) != y) return uintBitsToFloat(0x7fc00000u);  // NaN, as std::pow
-    if (mod(y, 2.0) != 0.0) r = -r;
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return x + y;
+  float ax = abs(x);
+  if (isinf(y)) return ax == 1.0 ? 1.0 : ((ax > 1.0) == (y > 0.0) ? 1.0 / 0.0 : 0.0);
+  bool odd = floor(y) == y && mod(y, 2.0) != 0.0;
+  bool negative = (floatBitsToUint(x) >> 31) != 0u;  // -0.0 too
+  if (isinf(x) || x == 0.0) {
+    float m = (isinf(x) == (y > 0.0)) ? 1.0 / 0.0 : 0.0;
+    return negative && odd ? -m : m;
   }
-  return x == 0.0 ? (y > 0.0 ? 0.0 : 1.0 / 0.0) : r;
+  if (negative && floor(y) != y) return uintBitsToFloat(0x7fc00000u);  // NaN
+  float r = pow(ax, y);
+  return negative && odd ? -r : r;
 }
 
 void main() {
