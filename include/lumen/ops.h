@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct BackendInfo {
       description;  // the device model and driver ("llvmpipe (LLVM 15.0.6, 256 bits) / ...")
   std::string why_not;
   bool placed_automatically = false;  // false for the reference backend (a test oracle)
+  // What it counts as it runs (Vulkan: "batches_recorded", "batches_replayed": command buffers
+  // recorded, and submitted again instead of recorded).
+  std::map<std::string, uint64_t> counters;
 };
 std::vector<BackendInfo> describe_backends();
 

@@ -38,13 +38,17 @@ released while the kernel runs. Raises lumen.Error naming the op and the shapes 
           d["description"] = b.description;
           d["why_not"] = b.why_not;
           d["placed_automatically"] = b.placed_automatically;
+          nb::dict counters;
+          for (const auto &[name, value] : b.counters) counters[name.c_str()] = value;
+          d["counters"] = counters;
           out.append(d);
         }
         return out;
       },
       "The backends built into this library, each with its device (memory space), whether it "
       "can be used here (and why not), the device model and driver, and whether automatic "
-      "placement considers it (not the reference backend, a test oracle).");
+      "placement considers it (not the reference backend, a test oracle), and what it counts as it "
+      "runs (Vulkan: command batches recorded, and resubmitted instead of recorded).");
 }
 
 }  // namespace lumen::python

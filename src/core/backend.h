@@ -2,6 +2,8 @@
 // supports; nothing outside src/core/backend_registry.cc names a concrete backend.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +53,9 @@ class Backend {
     return std::nullopt;
   }
   virtual std::optional<LinkProfile> declared_link() const { return std::nullopt; }
+  // What the backend counts as it runs, for users and tests (Vulkan: command batches recorded
+  // and resubmitted); empty where it counts nothing.
+  virtual std::map<std::string, uint64_t> counters() const { return {}; }
 
   KernelFn find_kernel(std::string_view op, DType dtype) const { return kernels().find(op, dtype); }
   PrepareFn find_prepare(std::string_view op, DType dtype) const {

@@ -137,6 +137,7 @@ std::vector<BackendInfo> describe_backends() {
     info.available = b->available(&info.why_not);
     if (info.available) info.description = b->driver_id();
     info.placed_automatically = b->placed_automatically();
+    info.counters = b->counters();
     out.push_back(std::move(info));
   }
   return out;

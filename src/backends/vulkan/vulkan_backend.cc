@@ -41,9 +41,16 @@ class VulkanBackend final : public Backend {
     VulkanDevice *dev = vulkan_device();
     return dev ? dev->description() : "no device";
   }
+  std::map<std::string, uint64_t> counters() const override {
+    const StreamCounters c = stream_counters();
+    return {{"batches_recorded", c.recorded}, {"batches_replayed", c.replayed}};
+  }
   Allocator &allocator() override { return device_allocator(); }
   std::unique_ptr<Stream> new_stream() override { return std::make_unique<VulkanStream>(); }
 
+  // Ordered on the stream, without waiting where the host need not: a copy to the device is
+  // recorded after the work before it (through a staging block the stream keeps until it has
+  // run), so the host goes on; only a copy to the host waits, for the work that makes its source.
   void copy(Tensor &dst, const Tensor &src, Stream *stream) override {
     if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
       fail("vulkan copy: ", src.to_string(), " into ", dst.to_string());
@@ -52,39 +59,38 @@ class VulkanBackend final : public Backend {
     const bool to_device = !dst.device().is_host(), from_device = !src.device().is_host();
     if (!dst.is_contiguous() || (from_device && !src.is_contiguous()))
       fail("vulkan copy: device tensors must be contiguous");
+    if (!to_device && !from_device) return dst.copy_from(src);
     CopyStream s(stream);
-    // Work recorded before may still read or write these bytes: it runs first.
-    (*s).synchronize();
     if (to_device && from_device) {
       const Resolved a = resolve(src.raw_data()), b = resolve(dst.raw_data());
-      (*s).copy_buffer(a.buffer, a.offset, b.buffer, b.offset, bytes);
-      (*s).synchronize();
+      return (*s).copy_buffer(a.buffer, a.offset, b.buffer, b.offset, bytes);
+    }
+    const Resolved d = resolve((to_device ? dst : src).raw_data());
+    if (to_device) {
+      const Tensor host = src.contiguous();
+      // Memory the host sees (lavapipe, integrated GPUs) with nothing pending that could still
+      // read the destination: a plain memcpy.
+      if (d.mapped && (*s).idle()) {
+        std::memcpy(static_cast<std::byte *>(d.mapped) + d.offset, host.raw_data(), bytes);
+        return;
+      }
+      std::shared_ptr<Buffer> staging = allocate_staging(bytes);
+      const Resolved st = resolve_staging(staging->data());
+      std::memcpy(static_cast<std::byte *>(st.mapped) + st.offset, host.raw_data(), bytes);
+      (*s).copy_buffer(st.buffer, st.offset, d.buffer, d.offset, bytes);
+      (*s).retain(std::move(staging));
       return;
     }
-    if (!to_device && !from_device) return dst.copy_from(src);
-    const Tensor host = to_device ? src.contiguous() : dst;
-    const Tensor &device_side = to_device ? dst : src;
-    const Resolved d = resolve(device_side.raw_data());
-    if (d.mapped) {  // memory the host sees (lavapipe, integrated GPUs): a plain memcpy
-      std::byte *mapped = static_cast<std::byte *>(d.mapped) + d.offset;
-      if (to_device)
-        std::memcpy(mapped, host.raw_data(), bytes);
-      else
-        std::memcpy(host.raw_data(), mapped, bytes);
+    (*s).synchronize();  // the work that makes the source has run
+    if (d.mapped) {
+      std::memcpy(dst.raw_data(), static_cast<const std::byte *>(d.mapped) + d.offset, bytes);
       return;
     }
     const std::shared_ptr<Buffer> staging = allocate_staging(bytes);
     const Resolved st = resolve_staging(staging->data());
-    std::byte *mapped = static_cast<std::byte *>(st.mapped) + st.offset;
-    if (to_device) {
-      std::memcpy(mapped, host.raw_data(), bytes);
-      (*s).copy_buffer(st.buffer, st.offset, d.buffer, d.offset, bytes);
-      (*s).synchronize();
-    } else {
-      (*s).copy_buffer(d.buffer, d.offset, st.buffer, st.offset, bytes);
-      (*s).synchronize();
-      std::memcpy(host.raw_data(), mapped, bytes);
-    }
+    (*s).copy_buffer(d.buffer, d.offset, st.buffer, st.offset, bytes);
+    (*s).synchronize();
+    std::memcpy(dst.raw_data(), static_cast<const std::byte *>(st.mapped) + st.offset, bytes);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "backends/vulkan/vulkan_memory.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -22,6 +23,8 @@ size_t size_class(size_t nbytes) {
   const size_t step = power / 4;
   return (nbytes + step - 1) / step * step;
 }
+
+std::atomic<uint64_t> g_destroyed{0};
 
 struct Block {
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -112,6 +115,7 @@ class BlockPool {
     const Block block = blocks_.at(address);
     blocks_.erase(address);
     VkDevice dev = vulkan_device()->device();
+    ++g_destroyed;
     vkDestroyBuffer(dev, block.buffer, nullptr);
     vkFreeMemory(dev, block.memory, nullptr);
   }
@@ -153,6 +157,10 @@ Resolved resolve(const void *address) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(address);
   if (device_pool().find(a, out)) return out;
   fail("vulkan: address ", address, " is not in Vulkan device memory");
+}
+
+uint64_t buffers_destroyed() {
+  return g_destroyed;
 }
 
 Allocator &device_allocator() {

@@ -8,6 +8,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "lumen/buffer.h"
@@ -26,6 +27,9 @@ struct Resolved {
 // The block holding `address` (a Buffer::data() of this allocator plus an offset); throws for an
 // address no live block holds.
 Resolved resolve(const void *address);
+
+// How many buffers were destroyed so far (recorded command buffers that may bind one are stale).
+uint64_t buffers_destroyed();
 
 // The device-memory allocator (device-local memory).
 Allocator &device_allocator();

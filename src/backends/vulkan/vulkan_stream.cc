@@ -1,5 +1,7 @@
 #include "backends/vulkan/vulkan_stream.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,7 +14,9 @@ namespace lumen::vulkan {
 namespace {
 
 constexpr uint32_t kSetsPerPool = 512;
-constexpr uint32_t kMaxBindings = 8;
+constexpr size_t kRecordings = 8;  // batches a stream keeps for resubmission
+
+std::atomic<uint64_t> g_recorded{0}, g_replayed{0};
 
 struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
@@ -80,24 +84,16 @@ VulkanDevice &device_or_fail() {
 
 }  // namespace
 
+StreamCounters stream_counters() {
+  return {g_recorded, g_replayed};
+}
+
 VulkanStream::VulkanStream() {
   VulkanDevice &dev = device_or_fail();
   VkCommandPoolCreateInfo pool_info{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                     .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                     .queueFamilyIndex = dev.queue_family()};
   LUMEN_VK(vkCreateCommandPool(dev.device(), &pool_info, nullptr, &pool_));
-  VkCommandBufferAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                    .commandPool = pool_,
-                                    .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                    .commandBufferCount = 1};
-  LUMEN_VK(vkAllocateCommandBuffers(dev.device(), &alloc, &commands_));
-  VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                            .descriptorCount = kSetsPerPool * kMaxBindings};
-  VkDescriptorPoolCreateInfo dp{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                .maxSets = kSetsPerPool,
-                                .poolSizeCount = 1,
-                                .pPoolSizes = &size};
-  LUMEN_VK(vkCreateDescriptorPool(dev.device(), &dp, nullptr, &descriptors_));
 }
 
 VulkanStream::~VulkanStream() {
@@ -106,32 +102,148 @@ VulkanStream::~VulkanStream() {
     synchronize();
   } catch (const Error &) {  // a destructor must not throw; the error was seen by whoever waited
   }
-  vkDestroyDescriptorPool(dev, descriptors_, nullptr);
-  vkDestroyCommandPool(dev, pool_, nullptr);
+  for (const auto &r : recordings_) vkDestroyDescriptorPool(dev, r->descriptors, nullptr);
+  vkDestroyCommandPool(dev, pool_, nullptr);  // and the command buffers with it
 }
 
 Device VulkanStream::device() const {
   return kVulkanDevice;
 }
 
-void VulkanStream::begin_if_needed() {
-  if (recording_) return;
-  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-  LUMEN_VK(vkBeginCommandBuffer(commands_, &begin));
-  recording_ = true;
+void VulkanStream::synchronize() {
+  if (pending_.empty()) {
+    retained_.clear();
+    return;
+  }
+  // A batch that repeats a recording whose buffers all live runs it again; any other is recorded
+  // (a prefix of a recording is recorded too: the recording holds more than this batch).
+  if (replay_ &&
+      (pending_.size() != replay_->list.size() || replay_->generation != buffers_destroyed())) {
+    replay_ = nullptr;
+    start_recording();
+  }
+  Recording &r = replay_ ? *replay_ : *recording_;
+  if (!replay_) {
+    LUMEN_VK(vkEndCommandBuffer(r.commands));
+    r.list = pending_;
+  }
+  ++(replay_ ? g_replayed : g_recorded);
+  replay_ = recording_ = nullptr;
+  pending_.clear();
+  r.used = ++clock_;
+  vulkan_device()->submit_and_wait(r.commands);
+  retained_.clear();
 }
 
-void VulkanStream::synchronize() {
-  if (!recording_) return;
-  recording_ = false;
-  LUMEN_VK(vkEndCommandBuffer(commands_));
-  VulkanDevice &dev = *vulkan_device();
-  dev.submit_and_wait(commands_);
-  LUMEN_VK(vkResetCommandBuffer(commands_, 0));
-  LUMEN_VK(vkResetDescriptorPool(dev.device(), descriptors_, 0));
-  sets_used_ = 0;
-  retained_.clear();
+VulkanStream::Recording *VulkanStream::find_recording(const Command &first) {
+  Recording *best = nullptr;
+  for (const auto &r : recordings_)
+    if (!r->list.empty() && r->list[0] == first && r->generation == buffers_destroyed() &&
+        (!best || r->used > best->used))
+      best = r.get();
+  return best;
+}
+
+void VulkanStream::start_recording() {
+  VkDevice dev = vulkan_device()->device();
+  Recording *r = nullptr;
+  if (recordings_.size() < kRecordings) {
+    auto fresh = std::make_unique<Recording>();
+    VkCommandBufferAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = pool_,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    LUMEN_VK(vkAllocateCommandBuffers(dev, &alloc, &fresh->commands));
+    VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              .descriptorCount = kSetsPerPool * kMaxBindings};
+    VkDescriptorPoolCreateInfo dp{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                  .maxSets = kSetsPerPool,
+                                  .poolSizeCount = 1,
+                                  .pPoolSizes = &size};
+    LUMEN_VK(vkCreateDescriptorPool(dev, &dp, nullptr, &fresh->descriptors));
+    recordings_.push_back(std::move(fresh));
+    r = recordings_.back().get();
+  } else {
+    for (const auto &candidate : recordings_)
+      if (!r || candidate->used < r->used) r = candidate.get();
+    LUMEN_VK(vkResetCommandBuffer(r->commands, 0));
+    LUMEN_VK(vkResetDescriptorPool(dev, r->descriptors, 0));
+  }
+  r->sets = 0;
+  r->list.clear();
+  r->generation = buffers_destroyed();
+  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  LUMEN_VK(vkBeginCommandBuffer(r->commands, &begin));
+  recording_ = r;
+  for (const Command &c : pending_) record(*r, c);
+}
+
+void VulkanStream::add(const Command &command) {
+  const size_t k = pending_.size();
+  if (k == 0) replay_ = find_recording(command);
+  if (replay_ && (k >= replay_->list.size() || !(replay_->list[k] == command))) {
+    replay_ = nullptr;
+    start_recording();
+  }
+  if (!replay_ && !recording_) start_recording();
+  if (recording_ && command.pipeline && recording_->sets == kSetsPerPool) {
+    synchronize();  // its descriptor pool is spent: this batch ends here
+    return add(command);
+  }
+  if (recording_) record(*recording_, command);
+  pending_.push_back(command);
+}
+
+void VulkanStream::record(Recording &r, const Command &c) {
+  if (!c.pipeline) {
+    VkBufferCopy region{.srcOffset = c.src_offset, .dstOffset = c.dst_offset, .size = c.bytes};
+    vkCmdCopyBuffer(r.commands, c.src, c.dst, 1, &region);
+    VkMemoryBarrier barrier{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                            .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT |
+                                             VK_ACCESS_SHADER_WRITE_BIT |
+                                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT};
+    vkCmdPipelineBarrier(r.commands, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                             VK_PIPELINE_STAGE_HOST_BIT,
+                         0, 1, &barrier, 0, nullptr, 0, nullptr);
+    return;
+  }
+  VkDevice dev = vulkan_device()->device();
+  VkDescriptorSetAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                    .descriptorPool = r.descriptors,
+                                    .descriptorSetCount = 1,
+                                    .pSetLayouts = &c.set_layout};
+  VkDescriptorSet set;
+  LUMEN_VK(vkAllocateDescriptorSets(dev, &alloc, &set));
+  ++r.sets;
+  VkDescriptorBufferInfo infos[kMaxBindings];
+  VkWriteDescriptorSet writes[kMaxBindings];
+  for (uint32_t i = 0; i < c.bindings; ++i) {
+    infos[i] = {.buffer = c.buffers[i], .offset = 0, .range = VK_WHOLE_SIZE};
+    writes[i] = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                 .dstSet = set,
+                 .dstBinding = i,
+                 .descriptorCount = 1,
+                 .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                 .pBufferInfo = &infos[i]};
+  }
+  vkUpdateDescriptorSets(dev, c.bindings, writes, 0, nullptr);
+  vkCmdBindPipeline(r.commands, VK_PIPELINE_BIND_POINT_COMPUTE, c.pipeline);
+  vkCmdBindDescriptorSets(r.commands, VK_PIPELINE_BIND_POINT_COMPUTE, c.layout, 0, 1, &set, 0,
+                          nullptr);
+  vkCmdPushConstants(r.commands, c.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushBytes,
+                     c.push.data());
+  vkCmdDispatch(r.commands, c.groups[0], c.groups[1], c.groups[2]);
+  // The next dispatch may read what this one wrote (or overwrite what it read).
+  VkMemoryBarrier barrier{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT |
+                                           VK_ACCESS_TRANSFER_WRITE_BIT};
+  vkCmdPipelineBarrier(r.commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                       &barrier, 0, nullptr, 0, nullptr);
 }
 
 void VulkanStream::dispatch(const Shader &shader, const std::vector<const Tensor *> &tensors,
@@ -147,61 +259,21 @@ void VulkanStream::dispatch(const Shader &shader, const std::vector<const Tensor
     fail("vulkan: shader '", shader.name, "' needs ", groups_x, "x", groups_y, "x", groups_z,
          " workgroups, over the device's limit");
   const Pipeline &p = pipeline_for(shader, static_cast<uint32_t>(tensors.size()));
-  if (sets_used_ == kSetsPerPool) synchronize();  // the pool is spent: run what is recorded
-  begin_if_needed();
-  VkDevice dev = vulkan_device()->device();
-  VkDescriptorSetAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                    .descriptorPool = descriptors_,
-                                    .descriptorSetCount = 1,
-                                    .pSetLayouts = &p.set_layout};
-  VkDescriptorSet set;
-  LUMEN_VK(vkAllocateDescriptorSets(dev, &alloc, &set));
-  ++sets_used_;
-  VkDescriptorBufferInfo infos[kMaxBindings];
-  VkWriteDescriptorSet writes[kMaxBindings];
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Resolved r = resolve(tensors[i]->raw_data());
-    infos[i] = {.buffer = r.buffer, .offset = 0, .range = VK_WHOLE_SIZE};
-    writes[i] = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                 .dstSet = set,
-                 .dstBinding = static_cast<uint32_t>(i),
-                 .descriptorCount = 1,
-                 .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                 .pBufferInfo = &infos[i]};
-  }
-  vkUpdateDescriptorSets(dev, static_cast<uint32_t>(tensors.size()), writes, 0, nullptr);
-  vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0,
-                          nullptr);
-  unsigned char data[kMaxPushBytes] = {};
-  std::memcpy(data, push, std::min(push_bytes, kMaxPushBytes));
-  vkCmdPushConstants(commands_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushBytes, data);
-  vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
-  // The next dispatch may read what this one wrote (or overwrite what it read).
-  VkMemoryBarrier barrier{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT |
-                                           VK_ACCESS_TRANSFER_WRITE_BIT};
-  vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                       &barrier, 0, nullptr, 0, nullptr);
+  Command c{.pipeline = p.pipeline,
+            .layout = p.layout,
+            .set_layout = p.set_layout,
+            .bindings = static_cast<uint32_t>(tensors.size()),
+            .groups = {groups_x, groups_y, groups_z}};
+  for (size_t i = 0; i < tensors.size(); ++i) c.buffers[i] = resolve(tensors[i]->raw_data()).buffer;
+  std::memcpy(c.push.data(), push, std::min(push_bytes, kMaxPushBytes));
+  add(c);
 }
 
 void VulkanStream::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset,
                                size_t bytes) {
   if (bytes == 0) return;
-  begin_if_needed();
-  VkBufferCopy region{.srcOffset = src_offset, .dstOffset = dst_offset, .size = bytes};
-  vkCmdCopyBuffer(commands_, src, dst, 1, &region);
-  VkMemoryBarrier barrier{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT};
-  vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                           VK_PIPELINE_STAGE_HOST_BIT,
-                       0, 1, &barrier, 0, nullptr, 0, nullptr);
+  add(Command{
+      .src = src, .dst = dst, .src_offset = src_offset, .dst_offset = dst_offset, .bytes = bytes});
 }
 
 uint32_t element_offset(const Tensor &t) {

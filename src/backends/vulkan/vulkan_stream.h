@@ -1,14 +1,21 @@
 // Recording and running compute work. A pipeline per shader (SPIR-V compiled from
 // shaders/<name>.comp by glslc at build time and embedded in the library), created on first use
-// and kept. A stream records dispatches into one command buffer, each followed by a barrier, and
-// submits them all at synchronize(): the steps of a plan that run on Vulkan one after another go
-// to the GPU as one submission, and the host waits only where it needs a result (a copy back, the
-// end of a run).
+// and kept. A stream collects dispatches and copies, each followed by a barrier, and submits them
+// all at synchronize(): the steps of a plan that run on Vulkan one after another go to the GPU as
+// one submission, and the host waits only where it needs a result (a copy back, the end of a run).
+//
+// Command buffers are recorded once and resubmitted: a stream keeps its last few recorded
+// batches, and a batch whose commands equal one of them, to the byte (same pipelines, buffers,
+// push constants, workgroups: what a planned plan's run repeats, its arena reused by the run
+// state that owns the stream), is submitted again instead of recorded. Any difference records
+// afresh, so nothing stale runs; a recording is dropped when a buffer it may use was destroyed.
 #pragma once
 
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/kernel.h"
@@ -27,6 +34,13 @@ struct Shader {
 
 // Push constants: at most 128 bytes (every Vulkan device has that many).
 inline constexpr size_t kMaxPushBytes = 128;
+inline constexpr size_t kMaxBindings = 8;
+
+// Batches recorded and replayed by every stream of the process (VulkanBackend::counters).
+struct StreamCounters {
+  uint64_t recorded = 0, replayed = 0;
+};
+StreamCounters stream_counters();
 
 class VulkanStream final : public Stream {
  public:
@@ -43,16 +57,48 @@ class VulkanStream final : public Stream {
   void copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, size_t dst_offset, size_t bytes);
   // Keeps `t` (a kernel's temporary: tables, intermediates) allocated until the work recorded so
   // far has run, so its memory is not handed out again while a dispatch still reads it.
-  void retain(Tensor t) { retained_.push_back(std::move(t)); }
+  void retain(const Tensor &t) { retained_.push_back(t.buffer()); }
+  void retain(std::shared_ptr<Buffer> b) { retained_.push_back(std::move(b)); }
+  // Whether nothing is recorded and not yet run.
+  bool idle() const { return pending_.empty(); }
 
  private:
-  void begin_if_needed();
+  // One command as recorded: a dispatch (pipeline set) or a copy. Equal commands record equal
+  // Vulkan commands.
+  struct Command {
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    uint32_t bindings = 0;
+    std::array<VkBuffer, kMaxBindings> buffers{};
+    std::array<unsigned char, kMaxPushBytes> push{};
+    std::array<uint32_t, 3> groups{};
+    VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
+    VkDeviceSize src_offset = 0, dst_offset = 0, bytes = 0;
+    bool operator==(const Command &) const = default;
+  };
+  // A recorded batch: its command buffer, the descriptor sets it binds, and its commands.
+  struct Recording {
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    VkDescriptorPool descriptors = VK_NULL_HANDLE;
+    uint32_t sets = 0;
+    std::vector<Command> list;
+    uint64_t used = 0;        // when last submitted (the least recent is recorded over)
+    uint64_t generation = 0;  // buffers_destroyed() when recorded
+  };
+
+  void add(const Command &command);
+  Recording *find_recording(const Command &first);
+  void start_recording();  // into a free or the least recent recording, pending_ first
+  void record(Recording &r, const Command &command);
+
   VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer commands_ = VK_NULL_HANDLE;
-  VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
-  uint32_t sets_used_ = 0;
-  bool recording_ = false;
-  std::vector<Tensor> retained_;
+  std::vector<std::unique_ptr<Recording>> recordings_;
+  std::vector<Command> pending_;    // the batch so far
+  Recording *replay_ = nullptr;     // a recording that starts with pending_
+  Recording *recording_ = nullptr;  // the recording pending_ is being recorded into
+  uint64_t clock_ = 0;
+  std::vector<std::shared_ptr<Buffer>> retained_;
 };
 
 // Where a tensor starts in its buffer, in elements of its dtype (what shaders index by).
