@@ -343,6 +343,24 @@ Tensor as_ints(const Tensor &t, DType dtype) {
   return out;
 }
 
+std::vector<std::string> step_placements(const Executable &exe) {
+  std::vector<std::string> order;
+  for (const StepInfo &s : exe.steps()) order.push_back(s.op + "@" + s.backend);
+  return order;
+}
+
+// Runs `exe` (compiled from `g`) `runs` times on new random inputs of `shape`, each result
+// against the CPU's (the run state and its recorded commands are reused across runs).
+void expect_runs_match_cpu(const Graph &g, const Executable &exe, const Shape &shape, int runs,
+                           double rtol = 1e-4, double atol = 1e-2) {
+  Runtime cpu{RuntimeOptions{.backend = "cpu"}};
+  Executable *want = g.compile(&cpu);
+  for (int run = 0; run < runs; ++run) {
+    const Tensor in = random_tensor(shape, 100 + run);
+    EXPECT_TRUE(all_close(exe.execute({in})[0], want->execute({in})[0], rtol, atol)) << run;
+  }
+}
+
 TEST(Vulkan, EveryKernelMatchesTheReferenceAndHasACase) {
   SKIP_WITHOUT_VULKAN();
   std::set<std::pair<std::string, DType>> covered;
@@ -454,16 +472,12 @@ TEST(Vulkan, PlannedRunsResubmitTheirRecordedCommands) {
   Value *h = g.add_op("matmul", {x, g.add_constant("w", random_tensor({64, 64}, 1))});
   h = g.add_op("add", {h, g.add_constant("b", random_tensor({64}, 2))});
   g.mark_output(g.add_op("softmax", {g.add_op("tanh", {h})}, Attributes{{"axis", int64_t{-1}}}));
-  Runtime vk{RuntimeOptions{.backend = "vulkan"}}, cpu{RuntimeOptions{.backend = "cpu"}};
+  Runtime vk{RuntimeOptions{.backend = "vulkan"}};
   Executable *exe = g.compile(&vk);
-  Executable *want = g.compile(&cpu);
   const auto counters = [] { return get_backend("vulkan").counters(); };
   exe->execute({random_tensor({16, 64}, 3)});  // records
   const auto before = counters();
-  for (uint64_t seed = 4; seed < 8; ++seed) {
-    const Tensor in = random_tensor({16, 64}, seed);
-    EXPECT_TRUE(all_close(exe->execute({in})[0], want->execute({in})[0], 1e-4, 1e-5));
-  }
+  expect_runs_match_cpu(g, *exe, {16, 64}, 4, 1e-4, 1e-5);
   const auto after = counters();
   EXPECT_EQ(after.at("batches_recorded"), before.at("batches_recorded"));
   EXPECT_GE(after.at("batches_replayed") - before.at("batches_replayed"), 4u);
@@ -516,12 +530,6 @@ class FastVulkanCache {
   std::string old_;
 };
 
-std::vector<std::string> step_placements(const Executable &exe) {
-  std::vector<std::string> order;
-  for (const StepInfo &s : exe.steps()) order.push_back(s.op + "@" + s.backend);
-  return order;
-}
-
 // The router puts the GEMMs on Vulkan when the cost cache says it is fast, and cumsum (no Vulkan
 // kernel) on the CPU, with copies exactly where values cross.
 TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
@@ -538,9 +546,7 @@ TEST(Vulkan, MixedGraphSplitsWithCopiesWhereValuesCross) {
   EXPECT_EQ(step_placements(*exe),
             (std::vector<std::string>{"copy@vulkan", "matmul@vulkan", "copy@vulkan", "cumsum@cpu",
                                       "copy@vulkan", "matmul@vulkan", "copy@vulkan"}));
-  Runtime cpu{RuntimeOptions{.backend = "cpu"}};
-  const Tensor in = random_tensor({256, 256}, 3);
-  EXPECT_TRUE(all_close(exe->execute({in})[0], g.compile(&cpu)->execute({in})[0], 1e-4, 1e-2));
+  expect_runs_match_cpu(g, *exe, {256, 256}, 1);
 }
 
 // A copy to Vulkan while Vulkan work is pending goes through a staging block, ordered on the
@@ -559,12 +565,7 @@ TEST(Vulkan, AnUploadWhileWorkIsPendingIsOrderedOnTheStream) {
   EXPECT_EQ(step_placements(*exe),
             (std::vector<std::string>{"copy@vulkan", "matmul@vulkan", "cumsum@cpu", "copy@vulkan",
                                       "add@vulkan", "copy@vulkan"}));
-  Runtime cpu{RuntimeOptions{.backend = "cpu"}};
-  Executable *want = g.compile(&cpu);
-  for (uint64_t seed = 3; seed < 6; ++seed) {
-    const Tensor in = random_tensor({256, 256}, seed);
-    EXPECT_TRUE(all_close(exe->execute({in})[0], want->execute({in})[0], 1e-4, 1e-2));
-  }
+  expect_runs_match_cpu(g, *exe, {256, 256}, 3);
 }
 
 // A kernel's own limits (SupportsFn) beyond its (op, dtype): the Vulkan fill writes 32-bit
