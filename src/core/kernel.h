@@ -135,7 +135,7 @@ struct NodeQuery {
 };
 
 // A kernel's own limits, registered beside it (LUMEN_REGISTER_SUPPORTS): "" when it runs the
-// node, else what it does not run ("max pooling's indices"), so placement picks another device
+// node, else what it does not run ("a bool value"), so placement picks another device
 // (or a pinned compile fails saying so) instead of the kernel failing at run time.
 using SupportsFn = std::string (*)(const NodeQuery &);
 
@@ -174,7 +174,7 @@ KernelRegistry &kernel_registry(std::string_view backend);
     ::lumen::kernel_registry(backend).add_prepare(op, {__VA_ARGS__}, fn);           \
     return true;                                                                    \
   }()
-// LUMEN_REGISTER_SUPPORTS("vulkan", "max_pool2d", pool_limits, DType::Float32);
+// LUMEN_REGISTER_SUPPORTS("vulkan", "constant_of_shape", fill_limits, DType::Int64);
 #define LUMEN_REGISTER_SUPPORTS(backend, op, fn, ...)                                \
   static const bool LUMEN_KERNEL_CONCAT(lumen_supports_registered_, __LINE__) = [] { \
     ::lumen::kernel_registry(backend).add_supports(op, {__VA_ARGS__}, fn);           \

@@ -1,6 +1,6 @@
 #include "runtime/adaptive_plan.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "compile/compiler.h"
