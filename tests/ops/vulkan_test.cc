@@ -419,6 +419,37 @@ TEST(Vulkan, SpecialValuesPropagateAsOnTheReference) {
   }
 }
 
+// The reductions (softmax, layer_norm, reduce_*) have a variant with subgroup operations, run
+// where the device has them: both variants against the reference (LUMEN_VULKAN_SUBGROUPS=0 forces
+// the shared-memory one), with NaN among the inputs of the max/min reductions.
+TEST(Vulkan, ReductionsAgreeWithAndWithoutSubgroups) {
+  SKIP_WITHOUT_VULKAN();
+  std::string old;
+  if (const char *v = std::getenv("LUMEN_VULKAN_SUBGROUPS")) old = v;
+  for (const char *subgroups : {"0", "1"}) {
+    setenv("LUMEN_VULKAN_SUBGROUPS", subgroups, 1);
+    for (Case c : cases()) {
+      const bool reduction = c.op == "softmax" || c.op == "log_softmax" || c.op == "layer_norm" ||
+                             c.op.rfind("reduce_", 0) == 0;
+      if (!reduction) continue;
+      SCOPED_TRACE(std::string("subgroups=") + subgroups + " " + c.op + " " + c.attrs.to_string());
+      EXPECT_TRUE(all_close(call_op(c.op, c.inputs, c.attrs, "vulkan")[0],
+                            call_op(c.op, c.inputs, c.attrs, "reference")[0], c.rtol, c.atol));
+      if (c.op != "reduce_max" && c.op != "reduce_min") continue;
+      Tensor x = c.inputs[0].contiguous();
+      x.data<float>()[x.numel() - 1] = std::numeric_limits<float>::quiet_NaN();
+      c.inputs[0] = x;
+      EXPECT_TRUE(all_close(call_op(c.op, c.inputs, c.attrs, "vulkan")[0],
+                            call_op(c.op, c.inputs, c.attrs, "reference")[0], c.rtol, c.atol))
+          << "with a NaN";
+    }
+  }
+  if (old.empty())
+    unsetenv("LUMEN_VULKAN_SUBGROUPS");
+  else
+    setenv("LUMEN_VULKAN_SUBGROUPS", old.c_str(), 1);
+}
+
 TEST(Vulkan, GatherChecksItsIndicesOnTheHost) {
   SKIP_WITHOUT_VULKAN();
   testing::expect_error(

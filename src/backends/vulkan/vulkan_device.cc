@@ -92,6 +92,12 @@ bool VulkanDevice::open(std::string &why_not) {
   vkGetPhysicalDeviceProperties2(physical_, &properties2);
   properties_ = properties2.properties;
   subgroup_size_ = subgroup.subgroupSize ? subgroup.subgroupSize : 1;
+  constexpr VkSubgroupFeatureFlags kReductions = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                                 VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                                 VK_SUBGROUP_FEATURE_VOTE_BIT;
+  subgroup_reductions_ = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (subgroup.supportedOperations & kReductions) == kReductions &&
+                         subgroup_size_ >= 4;
   driver_info_ = std::string(driver.driverName) + " " + driver.driverInfo;
 
   uint32_t families = 0;
@@ -155,7 +161,8 @@ std::string VulkanDevice::description() const {
   std::ostringstream out;
   out << properties_.deviceName << " / " << driver_info_ << " / driver "
       << properties_.driverVersion << " / api " << VK_API_VERSION_MAJOR(properties_.apiVersion)
-      << "." << VK_API_VERSION_MINOR(properties_.apiVersion);
+      << "." << VK_API_VERSION_MINOR(properties_.apiVersion) << " / subgroups of "
+      << subgroup_size_ << (subgroup_reductions_ ? " (reductions)" : "");
   return out.str();
 }
 

@@ -31,13 +31,16 @@ class VulkanDevice {
   const VkPhysicalDeviceProperties &properties() const { return properties_; }
   uint32_t queue_family() const { return queue_family_; }
   uint32_t subgroup_size() const { return subgroup_size_; }
+  // Whether compute shaders may reduce with subgroup operations (arithmetic and vote, subgroups
+  // of 4 invocations or more): the _subgroup variants of the reduction shaders.
+  bool subgroup_reductions() const { return subgroup_reductions_; }
   // The memory type for tensors (device-local) and whether the host can map it (lavapipe,
   // integrated GPUs); and a host-visible coherent type for staging copies otherwise.
   uint32_t device_memory_type() const { return device_type_; }
   bool device_memory_mappable() const { return device_mappable_; }
   uint32_t staging_memory_type() const { return staging_type_; }
-  // "llvmpipe (LLVM 15.0.6, 256 bits) / Mesa 22.3.6 / driver 0.0.1": what measurements are keyed
-  // by.
+  // "llvmpipe (LLVM 15.0.6, 256 bits) / Mesa 22.3.6 / driver 1 / api 1.3 / subgroups of 8
+  // (reductions)": what measurements are keyed by.
   std::string description() const;
 
   // Submits `commands` to the queue and waits for it to finish (the queue is shared: serialized).
@@ -53,7 +56,7 @@ class VulkanDevice {
   std::string driver_info_;
   uint32_t queue_family_ = 0, subgroup_size_ = 1;
   uint32_t device_type_ = 0, staging_type_ = 0;
-  bool device_mappable_ = false;
+  bool device_mappable_ = false, subgroup_reductions_ = false;
   std::mutex queue_mutex_;
 };
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "backends/vulkan/vulkan_device.h"
 #include "backends/vulkan/vulkan_memory.h"
@@ -274,6 +276,12 @@ void VulkanStream::copy_buffer(VkBuffer src, size_t src_offset, VkBuffer dst, si
   if (bytes == 0) return;
   add(Command{
       .src = src, .dst = dst, .src_offset = src_offset, .dst_offset = dst_offset, .bytes = bytes});
+}
+
+const Shader &reduction_shader(const Shader &plain, const Shader &subgroup) {
+  const char *env = std::getenv("LUMEN_VULKAN_SUBGROUPS");  // tests run both variants
+  const bool allowed = !env || std::string_view(env) != "0";
+  return allowed && device_or_fail().subgroup_reductions() ? subgroup : plain;
 }
 
 uint32_t element_offset(const Tensor &t) {

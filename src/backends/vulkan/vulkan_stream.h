@@ -101,6 +101,11 @@ class VulkanStream final : public Stream {
   std::vector<std::shared_ptr<Buffer>> retained_;
 };
 
+// A reduction shader for this device: its _subgroup variant where the device reduces with
+// subgroup operations (VulkanDevice::subgroup_reductions) and LUMEN_VULKAN_SUBGROUPS is not 0,
+// else the shared-memory one.
+const Shader &reduction_shader(const Shader &plain, const Shader &subgroup);
+
 // Where a tensor starts in its buffer, in elements of its dtype (what shaders index by).
 uint32_t element_offset(const Tensor &t);
 

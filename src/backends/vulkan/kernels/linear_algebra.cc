@@ -125,7 +125,8 @@ void run_softmax(KernelContext &ctx, bool log) {
   } push{u32(ctx, outer * inner), u32(ctx, s[axis]), u32(ctx, inner),
          element_offset(x),       element_offset(y), log ? 1u : 0u};
   const Groups g = row_groups(push.rows);
-  dispatch(ctx, shaders::softmax, {&x, &y}, push, g.x, g.y);
+  dispatch(ctx, reduction_shader(shaders::softmax, shaders::softmax_subgroup), {&x, &y}, push, g.x,
+           g.y);
 }
 void softmax(KernelContext &ctx) {
   run_softmax(ctx, false);

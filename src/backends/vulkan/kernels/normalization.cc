@@ -52,7 +52,8 @@ void layer_norm(KernelContext &ctx) {
     push.flags |= 2;
   }
   const Groups g = row_groups(push.rows);
-  dispatch(ctx, shaders::layer_norm, {&x, &scale, bias, &y, mean, inv}, push, g.x, g.y);
+  dispatch(ctx, reduction_shader(shaders::layer_norm, shaders::layer_norm_subgroup),
+           {&x, &scale, bias, &y, mean, inv}, push, g.x, g.y);
 }
 
 void lrn(KernelContext &ctx) {

@@ -59,7 +59,8 @@ void reduce(KernelContext &ctx) {
   for (uint32_t d = 0; d < r.rank; ++d)
     push.reduced_shape[d] = r.shape[d], push.reduced_stride[d] = r.stride[0][d];
   const Groups g = row_groups(push.n_out);
-  dispatch(ctx, shaders::reduce, {&x, &y}, push, g.x, g.y);
+  dispatch(ctx, reduction_shader(shaders::reduce, shaders::reduce_subgroup), {&x, &y}, push, g.x,
+           g.y);
 }
 
 }  // namespace

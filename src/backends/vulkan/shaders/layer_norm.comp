@@ -1,8 +1,11 @@
 // Layer normalization over the last `len` elements of each row: y = (x - mean) / sqrt(var +
 // epsilon) * scale + bias, scale and bias of `len` elements (flags bit 0: bias given); one
-// workgroup per row, sums in shared memory (two passes: mean, then the centered variance). Scale
-// and bias may be single values (stride 0); flags bit 1: write each row's mean and 1 / std too.
+// workgroup per row, sums by workgroup_reduce.glsl (two passes: mean, then the centered
+// variance). Scale and bias may be single values (stride 0); flags bit 1: write each row's mean
+// and 1 / std too.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "workgroup_reduce.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
@@ -16,34 +19,19 @@ layout(push_constant) uniform Push {
   float epsilon;
 } p;
 
-shared float partial[256];
-
-float row_sum(float v) {
-  uint t = gl_LocalInvocationID.x;
-  partial[t] = v;
-  barrier();
-  for (uint s = 128; s > 0; s >>= 1) {
-    if (t < s) partial[t] += partial[t + s];
-    barrier();
-  }
-  float total = partial[0];
-  barrier();
-  return total;
-}
-
 void main() {
   uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
   if (row >= p.rows) return;
   uint t = gl_LocalInvocationID.x, base = p.x_off + row * p.len;
   float s = 0.0;
   for (uint k = t; k < p.len; k += 256) s += x[base + k];
-  float mean = row_sum(s) / float(p.len);
+  float mean = workgroup_reduce(s, 0u) / float(p.len);
   float q = 0.0;
   for (uint k = t; k < p.len; k += 256) {
     float d = x[base + k] - mean;
     q += d * d;
   }
-  float inv = inversesqrt(row_sum(q) / float(p.len) + p.epsilon);
+  float inv = inversesqrt(workgroup_reduce(q, 0u) / float(p.len) + p.epsilon);
   for (uint k = t; k < p.len; k += 256) {
     float v = (x[base + k] - mean) * inv * scale[p.scale_off + k * p.scale_stride];
     if ((p.flags & 1u) != 0u) v += bias[p.bias_off + k * p.bias_stride];

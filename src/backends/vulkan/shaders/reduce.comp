@@ -1,9 +1,11 @@
 // Reductions over any set of axes: one workgroup per output element. The kept dims (up to 6,
 // collapsed) place the workgroup's output in the input; the reduced dims (up to 6) are walked by
-// the workgroup's invocations, partial results combined in shared memory. kind: 0 sum, 1 mean,
-// 2 max, 3 min, 4 prod, 5 l1, 6 l2, 7 log_sum, 8 log_sum_exp, 9 sum_square. NaN propagates
-// through max and min as in the reference.
+// the workgroup's invocations, partial results combined by workgroup_reduce.glsl. kind: 0 sum,
+// 1 mean, 2 max, 3 min, 4 prod, 5 l1, 6 l2, 7 log_sum, 8 log_sum_exp, 9 sum_square. NaN
+// propagates through max and min as in the reference.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "workgroup_reduce.glsl"
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
@@ -14,28 +16,6 @@ layout(push_constant) uniform Push {
   uint reduced_shape[6];
   uint reduced_stride[6];
 } p;
-
-shared float partial[256];
-
-float combine(float a, float b, uint kind) {
-  if (kind == 2u) return isnan(a) || isnan(b) ? a + b : max(a, b);
-  if (kind == 3u) return isnan(a) || isnan(b) ? a + b : min(a, b);
-  if (kind == 4u) return a * b;
-  return a + b;
-}
-
-float workgroup_combine(float v, uint kind) {
-  uint t = gl_LocalInvocationID.x;
-  partial[t] = v;
-  barrier();
-  for (uint s = 128; s > 0; s >>= 1) {
-    if (t < s) partial[t] = combine(partial[t], partial[t + s], kind);
-    barrier();
-  }
-  float total = partial[0];
-  barrier();
-  return total;
-}
 
 uint input_offset(uint base, uint r) {
   uint at = base;
@@ -59,7 +39,7 @@ void main() {
   if (p.kind == 8u) {
     float m = -1.0 / 0.0;
     for (uint r = t; r < p.count; r += 256) m = combine(m, x[input_offset(base, r)], 2u);
-    shift = workgroup_combine(m, 2u);
+    shift = workgroup_reduce(m, 2u);
   }
   uint op = p.kind == 2u || p.kind == 3u || p.kind == 4u ? p.kind : 0u;
   float acc = p.kind == 2u ? -1.0 / 0.0 : p.kind == 3u ? 1.0 / 0.0 : p.kind == 4u ? 1.0 : 0.0;
@@ -70,7 +50,7 @@ void main() {
     if (p.kind == 8u) v = isinf(shift) ? 0.0 : exp(v - shift);
     acc = combine(acc, v, op);
   }
-  float total = workgroup_combine(acc, op);
+  float total = workgroup_reduce(acc, op);
   if (t != 0u) return;
   if (p.kind == 1u) total = p.count == 0u ? uintBitsToFloat(0x7fc00000u) : total / float(p.count);
   if (p.kind == 6u) total = sqrt(total);
