@@ -57,8 +57,6 @@ void check_input(const ValueInfo &expected, bool rank_known, const Tensor &actua
     fail("input '", expected.name, "': expected ", dtype_name(expected.dtype), " ",
          rank_known ? expected.shape.to_string() : "(any shape)", ", got ",
          dtype_name(actual.dtype()), " ", actual.shape().to_string());
-  if (!actual.device().is_host())
-    fail("input '", expected.name, "': expected host memory, got ", actual.device().to_string());
 }
 
 // Rethrows the error being handled, named after the step's node when it does not name it already
@@ -74,6 +72,25 @@ void check_input(const ValueInfo &expected, bool rank_known, const Tensor &actua
 void copy_step(const ExecutionStep &step, const Tensor &src, Tensor &dst, DeviceStreams &streams) {
   Backend &engine = step.backend->device().is_host() ? *step.copy_from : *step.backend;
   engine.copy(dst, src, streams.of(&engine));
+}
+
+// Inputs in a device's memory (a Vulkan tensor, say) as host tensors: the plan reads graph inputs
+// in host memory and copies them to the devices that read them, so a device input costs a copy to
+// the host first (a plan that keeps inputs where they are is not built). Host inputs are passed
+// through as they are.
+std::vector<Tensor> inputs_in_host_memory(const std::vector<Tensor> &inputs) {
+  std::vector<Tensor> out = inputs;
+  for (Tensor &t : out) {
+    if (!t.defined() || t.device().is_host() || is_container(t.dtype())) continue;
+    Backend *owner = nullptr;
+    for (Backend *b : backends())
+      if (b->device() == t.device()) owner = b;
+    if (!owner) fail("execute: an input is in ", t.device().to_string(), " memory, of no backend");
+    Tensor host = Tensor::empty(t.shape(), t.dtype());
+    owner->copy(host, t, nullptr);  // fails, naming it, for a device tensor it cannot read
+    t = std::move(host);
+  }
+  return out;
 }
 
 }  // namespace
@@ -97,7 +114,11 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     check_input(p.inputs[i], p.input_rank_known[i], inputs[i]);
-  std::vector<Tensor> outputs = p.run(inputs, timer);
+  const bool on_devices = std::any_of(inputs.begin(), inputs.end(), [](const Tensor &t) {
+    return t.defined() && !t.device().is_host();
+  });
+  std::vector<Tensor> outputs =
+      on_devices ? p.run(inputs_in_host_memory(inputs), timer) : p.run(inputs, timer);
   timer.finish();
   if (timed) impl_->adaptive->observe(p, *profile);
   return outputs;

@@ -514,6 +514,24 @@ TEST(Vulkan, PlannedRunsResubmitTheirRecordedCommands) {
   EXPECT_GE(after.at("batches_replayed") - before.at("batches_replayed"), 4u);
 }
 
+// An input already in Vulkan memory: a plan that reads it on the CPU and one that reads it on
+// Vulkan both get its values (it is copied to the host first).
+TEST(Vulkan, ExecuteTakesInputsInVulkanMemory) {
+  SKIP_WITHOUT_VULKAN();
+  Graph g;
+  Value *x = g.add_input("x", {4, 8});
+  g.mark_output(g.add_op("matmul", {x, g.add_constant("w", random_tensor({8, 3}, 1))}));
+  const Tensor host = random_tensor({4, 8}, 2);
+  Backend &vulkan = get_backend("vulkan");
+  Tensor on_device = Tensor::empty({4, 8}, DType::Float32, &vulkan.allocator());
+  vulkan.copy(on_device, host, nullptr);
+  for (const char *backend : {"cpu", "vulkan"}) {
+    Runtime rt{RuntimeOptions{.backend = backend}};
+    Executable *exe = g.compile(&rt);
+    EXPECT_TRUE(all_close(exe->execute({on_device})[0], exe->execute({host})[0], 0, 0)) << backend;
+  }
+}
+
 TEST(Vulkan, LargeMatmul2048) {
   SKIP_WITHOUT_VULKAN();
   // Seconds on lavapipe: once per CI run, in the default-ISA pass of the plain build (the ISA
