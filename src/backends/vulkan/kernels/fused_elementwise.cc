@@ -47,21 +47,21 @@ std::vector<Piece> split(const std::vector<fused::Step> &steps) {
   std::vector<Piece> pieces;
   Piece piece;
   size_t params = 0;
+  // Whether step s reads an input the piece has no slot for yet (input 0 always has one).
+  const auto new_input = [&](const fused::Step &s) {
+    return s.info->binary && s.operand != 0 &&
+           std::find(piece.inputs.begin(), piece.inputs.end(), s.operand) == piece.inputs.end();
+  };
   for (size_t i = 0; i < steps.size(); ++i) {
     const fused::Step &s = steps[i];
-    const bool new_input =
-        s.info->binary && s.operand != 0 &&
-        std::find(piece.inputs.begin(), piece.inputs.end(), s.operand) == piece.inputs.end();
     if (i - piece.begin == kMaxSteps || (parametric(s) && params + 2 > kMaxParams) ||
-        (new_input && piece.inputs.size() + 1 == kSlots)) {
+        (new_input(s) && piece.inputs.size() + 1 == kSlots)) {
       piece.end = i;
       pieces.push_back(std::move(piece));
       piece = Piece{.begin = i};
       params = 0;
     }
-    if (s.info->binary && s.operand != 0 &&
-        std::find(piece.inputs.begin(), piece.inputs.end(), s.operand) == piece.inputs.end())
-      piece.inputs.push_back(s.operand);
+    if (new_input(s)) piece.inputs.push_back(s.operand);
     if (parametric(s)) params += 2;
   }
   piece.end = steps.size();

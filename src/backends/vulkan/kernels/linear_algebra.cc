@@ -19,8 +19,8 @@ struct MatmulPush {
   float alpha, beta;
   uint32_t batch1, batch2;
   uint32_t a_bs[3], b_bs[3];
-  uint32_t act = kNoActivation;
-  float act_alpha = 0, act_beta = 0;
+  uint32_t act;  // set by run_matmul from the node's epilogue
+  float act_alpha, act_beta;
 };
 
 // Runs matmul.comp for `batch` products (batch dims `batch_dims`, A and B strides per batch dim).
