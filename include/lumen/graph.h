@@ -54,6 +54,14 @@ struct CompileOptions {
   // estimate, the timings go to the cost model and the graph is placed again between runs (at
   // most 3 times; Executable::replans says why). Off: the placement is fixed at compile time.
   bool adaptive = false;
+  // Where the caller's tensors live: the name of a backend whose memory holds the inputs given to
+  // execute, and the one whose memory the outputs are returned in ("" or "cpu": host memory;
+  // "vulkan": Vulkan buffers). The plan reads inputs there, copying each only to the devices whose
+  // steps need it (an input given in other memory is moved there first), and copies outputs made
+  // elsewhere after the last step; the router counts those copies. Sequences and optionals stay
+  // in host memory.
+  std::string input_device;
+  std::string output_device;
 };
 
 struct OptimizeOptions {

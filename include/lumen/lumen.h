@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct RuntimeOptions {
   // $LUMEN_BACKEND if set, else "auto".
   std::string backend;
 };
+
+// `t` in the memory of the backend named `backend` ("cpu": host memory, "vulkan": a Vulkan buffer):
+// `t` itself where it is there already, else a copy. Feeds a plan compiled with
+// CompileOptions::input_device, and reads outputs returned in a device's memory.
+Tensor to_device(const Tensor &t, std::string_view backend);
 
 // The execution context: thread pool, backend choice, and owner of compiled Executables.
 // Thread-safe; destroying it destroys the Executables it owns.
@@ -157,7 +163,9 @@ class Executable {
   ~Executable();
 
   // Inputs in the order of inputs(). Checks count, dtype and shape of each, naming the input and
-  // what was expected. Returns the outputs in the order of outputs().
+  // what was expected. Returns the outputs in the order of outputs(), in host memory or where
+  // CompileOptions::output_device says. Inputs may be in any memory: those not where the plan
+  // reads them (CompileOptions::input_device) are copied there first.
   std::vector<Tensor> execute(const std::vector<Tensor> &inputs) const;
   // The same, recording the time of every step into `profile` (cleared first) when non-null.
   std::vector<Tensor> execute(const std::vector<Tensor> &inputs, RunProfile *profile) const;

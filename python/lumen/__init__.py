@@ -64,7 +64,7 @@ import numpy as _np
 from . import _lumen
 from ._lumen import (Error, Executable, Graph, MemoryReport, Node, OptimizeReport, Runtime, Step,
                      Tensor, TensorInfo, Value, call_op, devices, empty, from_numpy, list_backends,
-                     list_ops, randn, tensor, zeros)
+                     list_ops, randn, tensor, to_device, zeros)
 from . import _tensor  # noqa: F401  (attaches NumPy interop and operators to Tensor)
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
@@ -89,4 +89,4 @@ def from_dlpack(obj):
 __all__ = ["Error", "Executable", "Graph", "MemoryReport", "Node", "OptimizeReport", "Runtime",
            "Step", "Tensor", "TensorInfo", "Value",
            "call_op", "devices", "empty", "from_dlpack", "from_numpy", "list_backends", "list_ops", "randn",
-           "tensor", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all + _session_all
+           "tensor", "to_device", "zeros", "load_onnx", "Model", "CompiledModel"] + _ops_all + _session_all

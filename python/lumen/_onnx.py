@@ -47,7 +47,8 @@ class Model:
         return [_info(v) for v in self.graph.outputs]
 
     def compile(self, backend="auto", num_threads=0, opt_level=2, runtime=None, dump_passes="",
-                shape_cache_capacity=8, max_memory=None, adaptive=False):
+                shape_cache_capacity=8, max_memory=None, adaptive=False, input_device=None,
+                output_device=None):
         """Optimizes a copy of the graph and compiles it. ``backend="auto"`` (or empty) lets the
         router place each node where the whole graph is estimated fastest, copies between devices
         counted (``routing()`` says why); a backend's name ("cpu", "reference", ...) pins every
@@ -61,14 +62,19 @@ class Model:
         and every tensor a run makes: over it, a lumen.Error names the node and the size.
         ``adaptive``: the second and third runs are timed step by step, and where a step that
         matters took over twice or under half the router's estimate, the timings are kept and
-        the graph is placed again between runs (at most 3 times; ``replans()`` says why)."""
+        the graph is placed again between runs (at most 3 times; ``replans()`` says why).
+        ``input_device`` / ``output_device``: the backend ("vulkan") whose memory the caller's
+        inputs are in (``lumen.to_device(x, "vulkan")``) and the outputs are returned in (as
+        lumen.Tensor; ``t.to("cpu")`` reads them); the plan copies only what other devices need.
+        Default: host memory (NumPy)."""
         graph = self.graph.clone()
         report = graph.optimize(opt_level, dump_passes, backend)
         if runtime is None:
             runtime = _lumen.Runtime(num_threads=num_threads, backend=backend)
         budget = self.max_memory if max_memory is None else _memory_size(max_memory)
         exe = graph.compile(runtime, opt_level=opt_level, shape_cache_capacity=shape_cache_capacity,
-                            max_memory=budget, adaptive=adaptive)
+                            max_memory=budget, adaptive=adaptive,
+                            input_device=input_device or "", output_device=output_device or "")
         return CompiledModel(exe, graph, report)
 
     def summary(self, opt_level=2, backend=""):
@@ -103,10 +109,13 @@ class Model:
 
 
 def _to_numpy(value):
-    """An output as NumPy: arrays for tensors, lists for sequences, None for empty optionals."""
+    """An output as NumPy: arrays for tensors, lists for sequences, None for empty optionals; a
+    tensor in a device's memory (compile(output_device=...)) stays a lumen.Tensor there."""
     if isinstance(value, list):
         return [_to_numpy(v) for v in value]
     if value is None or isinstance(value, _np.ndarray):
+        return value
+    if isinstance(value, _lumen.Tensor) and value.device != "cpu":
         return value
     return _np.asarray(value)
 

@@ -385,7 +385,8 @@ removed by optimize() must not be used afterwards.)doc")
       .def(
           "compile",
           [](const Graph &g, nb::handle runtime, int opt_level, size_t shape_cache_capacity,
-             size_t max_memory, bool adaptive) {
+             size_t max_memory, bool adaptive, std::string input_device,
+             std::string output_device) {
             nb::object rt = runtime.is_none() ? default_runtime() : nb::borrow(runtime);
             Runtime &native = nb::cast<Runtime &>(rt);
             Executable *exe = nullptr;
@@ -394,20 +395,25 @@ removed by optimize() must not be used afterwards.)doc")
               exe = g.compile(&native, CompileOptions{.opt_level = opt_level,
                                                       .shape_cache_capacity = shape_cache_capacity,
                                                       .max_memory = max_memory,
-                                                      .adaptive = adaptive});
+                                                      .adaptive = adaptive,
+                                                      .input_device = std::move(input_device),
+                                                      .output_device = std::move(output_device)});
             }
             return new PyExecutable(exe, std::move(rt));
           },
           nb::arg("runtime") = nb::none(), nb::arg("opt_level") = 2,
           nb::arg("shape_cache_capacity") = 8, nb::arg("max_memory") = 0,
-          nb::arg("adaptive") = false, rv_policy::take_ownership,
+          nb::arg("adaptive") = false, nb::arg("input_device") = "", nb::arg("output_device") = "",
+          rv_policy::take_ownership,
           "Compiles a snapshot of the graph for `runtime` (default: a shared module Runtime). A "
           "graph with input dims known only at run time gets a plan per input-shape signature "
           "when a signature comes a second time (optimized at `opt_level`, memory planned), "
           "keeping the `shape_cache_capacity` most recently used. `max_memory`: the memory budget "
           "in bytes of compiling and of every run (0: the default, see lumen.memory_budget). "
           "`adaptive`: runs 2 and 3 are timed, and where steps disagree with the router's "
-          "estimates the graph is placed again between runs (at most 3 times; see replans).")
+          "estimates the graph is placed again between runs (at most 3 times; see replans). "
+          "`input_device` / `output_device`: the backend whose memory the inputs are given in / "
+          "the outputs are returned in ('vulkan'; default: host memory).")
       .def("__str__", &Graph::to_string);
 
   nb::class_<PyRunTimeout>(m, "RunTimeout", R"doc(

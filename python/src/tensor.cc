@@ -65,7 +65,12 @@ int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   if (!nb::inst_ready(self)) return refuse("lumen.Tensor: not initialized");
   const Tensor &t = *nb::inst_ptr<Tensor>(self);
   if (!t.defined()) return refuse("lumen.Tensor: undefined tensor");
-  if (!t.device().is_host()) return refuse("lumen.Tensor: only host tensors expose a buffer");
+  if (!t.device().is_host()) {
+    const std::string why = str("lumen.Tensor: in ", t.device().to_string(),
+                                " memory, not the host's; t.to('cpu') copies it there");
+    PyErr_SetString(PyExc_BufferError, why.c_str());
+    return -1;
+  }
   const char *format = buffer_format(t.dtype());
   if (!format) return refuse("lumen.Tensor: this dtype has no buffer-protocol format");
   const bool contiguous = t.is_contiguous();
@@ -113,7 +118,10 @@ PyType_Slot tensor_slots[] = {
 nb::object tensor_dlpack(nb::handle self, nb::kwargs kwargs) {
   const Tensor &t = nb::cast<const Tensor &>(self);
   if (!t.device().is_host())
-    throw nb::buffer_error("lumen.Tensor: only host tensors export DLPack");
+    throw nb::buffer_error(str("lumen.Tensor: ", t.device().to_string(),
+                               " memory is not exported through DLPack; t.to('cpu') copies it to "
+                               "the host")
+                               .c_str());
   if (is_narrow(t.dtype()))
     throw nb::buffer_error(
         str("lumen.Tensor: ", dtype_name(t.dtype()), " tensors do not export DLPack").c_str());
@@ -178,11 +186,45 @@ buffer. Copying a Tensor object shares memory; ``clone()`` copies. ``lumen.Tenso
       .def("__dlpack__", &tensor_dlpack,
            "DLPack export (zero-copy); keywords as in the array API (stream, max_version, "
            "dl_device, copy).")
-      .def("__dlpack_device__", [](const Tensor &t) {
-        if (!t.device().is_host()) throw nb::buffer_error("lumen.Tensor: not a host tensor");
-        return nb::make_tuple(1, 0);  // (kDLCPU, 0)
-      });
+      .def(
+          "__dlpack_device__",
+          [](const Tensor &t) {
+            // DLPack's device codes: kDLCPU 1, kDLCUDA 2, kDLVulkan 7, kDLMetal 8.
+            switch (t.device().type) {
+              case DeviceType::CPU:
+                return nb::make_tuple(1, 0);
+              case DeviceType::CUDA:
+                return nb::make_tuple(2, t.device().index);
+              case DeviceType::Vulkan:
+                return nb::make_tuple(7, t.device().index);
+              case DeviceType::Metal:
+                return nb::make_tuple(8, t.device().index);
+              default:
+                throw nb::buffer_error(
+                    str("lumen.Tensor: ", t.device().to_string(), " has no DLPack device").c_str());
+            }
+          })
+      .def(
+          "to",
+          [](const Tensor &t, const std::string &backend) {
+            nb::gil_scoped_release release;
+            return to_device(t, backend);
+          },
+          nb::arg("backend"),
+          "This tensor in the memory of `backend` ('cpu': host memory, 'vulkan': a Vulkan "
+          "buffer): itself where it is there already, else a copy. Feeds and reads plans compiled "
+          "with input_device / output_device.");
 
+  m.def(
+      "to_device",
+      [](nb::handle obj, const std::string &backend) {
+        const Tensor t = to_tensor(obj);
+        nb::gil_scoped_release release;
+        return to_device(t, backend);
+      },
+      nb::arg("data"), nb::arg("backend"),
+      "An array-like in the memory of `backend` (see Tensor.to): what a plan compiled with "
+      "input_device=backend reads without a copy.");
   m.def(
       "tensor", [](nb::handle obj) { return to_tensor(obj); }, nb::arg("data"),
       R"doc(A Tensor from any array-like. Shares memory with NumPy arrays and other buffer-protocol

@@ -47,7 +47,10 @@ PlacementInput placement_input(const Graph &graph, const std::vector<Node *> &or
       const double bytes = v->has_shape() && !holds_objects(v->dtype())
                                ? estimated_numel(v->shape()) * dtype_size(v->dtype())
                                : 0;
-      in.values.push_back({.bytes = bytes, .constant = v->is_constant()});
+      in.values.push_back({.bytes = bytes,
+                           .constant = v->is_constant(),
+                           .graph_input = v->is_input(),
+                           .objects = holds_objects(v->dtype())});
       in.value_of.push_back(v);
     }
     return it->second;
@@ -82,6 +85,16 @@ PlacementInput placement_input(const Graph &graph, const std::vector<Node *> &or
   return in;
 }
 
+// CompileOptions::input_device / output_device as a backend standing for the memory space (null:
+// host memory).
+Backend *io_backend(const std::string &name, const char *option) {
+  if (name.empty()) return nullptr;
+  Backend &b = get_backend(name);
+  std::string why_not;
+  if (!b.available(&why_not)) fail("compile: ", option, " '", name, "' is unavailable: ", why_not);
+  return b.device().is_host() ? nullptr : &b;
+}
+
 std::string format_bytes(double bytes) {
   char text[32];
   if (bytes >= 1 << 20)
@@ -104,9 +117,12 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   // Place, then insert the copies between memory spaces.
   const std::vector<Node *> order = graph.topological_order();
   const PlacementInput placing = placement_input(graph, order);
-  const std::vector<Placement> placements =
-      place_steps(placing.steps, placing.values, runtime.options().backend, runtime.thread_pool());
-  const CopyPlan copies = insert_copies(placing.steps, placing.values, placements);
+  const IoSpaces io{io_backend(options.input_device, "input_device"),
+                    io_backend(options.output_device, "output_device")};
+  impl->input_backend = io.inputs;
+  const std::vector<Placement> placements = place_steps(
+      placing.steps, placing.values, runtime.options().backend, runtime.thread_pool(), io);
+  const CopyPlan copies = insert_copies(placing.steps, placing.values, placements, io);
   Backend &host = host_backend();
 
   // Freeze: a slot per value and memory space it is held in.
@@ -133,6 +149,8 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   // The slot of `v` in the memory of `backend`: where it is made, a copy step's output, or for a
   // constant its copy uploaded now (once per space).
   std::vector<Backend *> made_on(placing.values.size(), &host);
+  for (const Value *in : graph.inputs())
+    made_on[placing.id_of.at(in)] = &io.of_input(placing.values[placing.id_of.at(in)]);
   const auto slot_in = [&](const Value *v, Backend &backend) {
     const int id = placing.id_of.at(v);
     if (made_on[id]->device() == backend.device()) return slot(v);
@@ -252,7 +270,7 @@ std::unique_ptr<Executable::Impl> compile_plan(const Graph &graph, Runtime &runt
   }
   for (const CopyStep &c : copies.after) emit_copy(c);
   for (const Value *out : graph.outputs()) {
-    impl->output_slots.push_back(slot_in(out, host));
+    impl->output_slots.push_back(slot_in(out, io.of_output(placing.values[placing.id_of.at(out)])));
     impl->outputs.push_back(info_of(out));
   }
 

@@ -11,12 +11,15 @@ const OpSchema &copy_step_schema() {
 
 CopyPlan insert_copies(const std::vector<PlacementStep> &steps,
                        const std::vector<PlacementValue> &values,
-                       const std::vector<Placement> &placements) {
+                       const std::vector<Placement> &placements, const IoSpaces &io) {
   Backend &host = host_backend();
   const auto where = [&](Backend *b) { return b ? b : &host; };  // executor steps: host memory
-  std::vector<Backend *> home(values.size(), &host);             // graph inputs: host memory
+  std::vector<Backend *> home(values.size(), &host);
   std::vector<std::vector<Device>> held(values.size());
-  for (size_t v = 0; v < values.size(); ++v) held[v] = {kHostDevice};
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (values[v].graph_input) home[v] = &io.of_input(values[v]);
+    held[v] = {home[v]->device()};
+  }
   CopyPlan plan;
   plan.before.resize(steps.size());
   const auto bring = [&](int v, Backend *to, std::vector<CopyStep> &copies) {
@@ -33,7 +36,7 @@ CopyPlan insert_copies(const std::vector<PlacementStep> &steps,
       if (v >= 0) home[v] = runs_on, held[v] = {runs_on->device()};
   }
   for (size_t v = 0; v < values.size(); ++v)
-    if (values[v].graph_output) bring(static_cast<int>(v), &host, plan.after);
+    if (values[v].graph_output) bring(static_cast<int>(v), &io.of_output(values[v]), plan.after);
   return plan;
 }
 

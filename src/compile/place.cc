@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "compile/cost_model.h"
 #include "lumen/error.h"
@@ -111,13 +112,18 @@ class WholeGraphPlacer {
  public:
   WholeGraphPlacer(const std::vector<PlacementStep> &steps,
                    const std::vector<PlacementValue> &values,
-                   std::vector<std::vector<Backend *>> candidates, ThreadPool &pool)
+                   std::vector<std::vector<Backend *>> candidates, ThreadPool &pool,
+                   const IoSpaces &io)
       : steps_(steps), values_(values), candidates_(std::move(candidates)), pool_(pool) {
     for (const auto &list : candidates_)
       for (Backend *b : list) spaces_.of(b);
+    input_space_.assign(values_.size(), 0);
+    for (size_t v = 0; v < values_.size(); ++v) {
+      if (values_[v].graph_input) input_space_[v] = spaces_.of(&io.of_input(values_[v]));
+      if (values_[v].graph_output)
+        outputs_[spaces_.of(&io.of_output(values_[v]))].push_back(static_cast<int>(v));
+    }
     if (spaces_.devices.size() > 32) fail("placement: more than 32 memory spaces");
-    for (size_t v = 0; v < values_.size(); ++v)
-      if (values_[v].graph_output) outputs_.push_back(static_cast<int>(v));
   }
 
   std::vector<Placement> run() {
@@ -127,12 +133,7 @@ class WholeGraphPlacer {
         estimates_[i].push_back(b ? CostModel::instance().step_us(*b, steps_[i].op, steps_[i].dtype,
                                                                   steps_[i].work, pool_)
                                   : 0);
-    Path start;
-    start.held.assign(values_.size(), 1u);  // graph inputs: host memory
-    start.home.assign(values_.size(), 0);
-    for (size_t v = 0; v < values_.size(); ++v)
-      if (values_[v].constant) start.held[v] = ~0u, start.home[v] = -1;
-    std::vector<Path> paths{start};  // the best path per space of the last weighed step
+    std::vector<Path> paths{start()};  // the best path per space of the last weighed step
     for (size_t i = 0; i < steps_.size(); ++i) {
       std::vector<Path> next;
       std::vector<int> next_space;
@@ -144,9 +145,9 @@ class WholeGraphPlacer {
           extended.us += estimates_[i][c] + fetch(extended, steps_[i].inputs, space);
           for (int v : steps_[i].outputs)
             if (v >= 0) extended.held[v] = 1u << space, extended.home[v] = space;
-          // A graph output made elsewhere is copied back to host memory: counted now, so paths
-          // compared at the next steps carry it already.
-          extended.us += fetch(extended, outputs_, 0);
+          // A graph output made elsewhere is copied to where the caller gets it: counted now, so
+          // paths compared at the next steps carry it already.
+          for (const auto &[to, values] : outputs_) extended.us += fetch(extended, values, to);
           // Executor steps keep every path (they decide nothing); others keep one per space.
           const int key = candidates_[i][c] ? space : -1 - static_cast<int>(next.size());
           auto it = std::find(next_space.begin(), next_space.end(), key);
@@ -182,12 +183,19 @@ class WholeGraphPlacer {
     return us;
   }
 
-  std::vector<Placement> explain(const std::vector<int> &choice) {
-    Path replay;
-    replay.held.assign(values_.size(), 1u);
-    replay.home.assign(values_.size(), 0);
+  // Before the first step: graph inputs where the caller gives them, constants everywhere.
+  Path start() const {
+    Path p;
+    p.held.resize(values_.size());
+    p.home = input_space_;
+    for (size_t v = 0; v < values_.size(); ++v) p.held[v] = 1u << input_space_[v];
     for (size_t v = 0; v < values_.size(); ++v)
-      if (values_[v].constant) replay.held[v] = ~0u, replay.home[v] = -1;
+      if (values_[v].constant) p.held[v] = ~0u, p.home[v] = -1;
+    return p;
+  }
+
+  std::vector<Placement> explain(const std::vector<int> &choice) {
+    Path replay = start();
     std::vector<Placement> out(steps_.size());
     for (size_t i = 0; i < steps_.size(); ++i) {
       Placement &pl = out[i];
@@ -241,7 +249,8 @@ class WholeGraphPlacer {
   ThreadPool &pool_;
   Spaces spaces_;
   std::vector<std::vector<double>> estimates_;  // per step, per candidate
-  std::vector<int> outputs_;                    // the graph outputs' values
+  std::vector<int> input_space_;                // per value: where a graph input is given
+  std::map<int, std::vector<int>> outputs_;     // the graph outputs' values, by destination
 };
 
 }  // namespace
@@ -287,14 +296,21 @@ Placement place_node(std::string_view op, DType dtype, std::string_view pinned,
   return {chosen, std::move(reason)};
 }
 
+Backend &IoSpaces::of_input(const PlacementValue &v) const {
+  return inputs && !v.objects ? *inputs : host_backend();
+}
+Backend &IoSpaces::of_output(const PlacementValue &v) const {
+  return outputs && !v.objects ? *outputs : host_backend();
+}
+
 std::vector<Placement> place_steps(const std::vector<PlacementStep> &steps,
                                    const std::vector<PlacementValue> &values,
-                                   std::string_view pinned, ThreadPool &pool) {
+                                   std::string_view pinned, ThreadPool &pool, const IoSpaces &io) {
   if (pinned == "auto") pinned = {};
   std::vector<std::vector<Backend *>> candidates = candidates_of(steps, pinned);
   const bool weigh = std::any_of(candidates.begin(), candidates.end(),
                                  [](const auto &list) { return list.size() > 1; });
-  if (weigh) return WholeGraphPlacer(steps, values, std::move(candidates), pool).run();
+  if (weigh) return WholeGraphPlacer(steps, values, std::move(candidates), pool, io).run();
   std::vector<Placement> out(steps.size());
   const bool list = pinned.find(',') != std::string_view::npos;
   for (size_t i = 0; i < steps.size(); ++i) {

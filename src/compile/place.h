@@ -53,14 +53,27 @@ struct PlacementStep {
 struct PlacementValue {
   double bytes = 0;
   bool constant = false;      // uploaded at compile time where it is read: no copy at run time
-  bool graph_output = false;  // returned to the caller, in host memory
+  bool graph_input = false;   // given by the caller, in IoSpaces::inputs
+  bool graph_output = false;  // returned to the caller, in IoSpaces::outputs
+  bool objects = false;       // a sequence or optional: host objects, always in host memory
 };
 
-// Places every step (graph inputs are in host memory). `pinned` names a backend or is empty
-// ("auto" means empty). Throws naming the steps no backend may run.
+// Where the caller's tensors are (CompileOptions::input_device / output_device): the memory of
+// the graph inputs it gives and of the outputs it gets back, each a backend standing for its space.
+struct IoSpaces {
+  Backend *inputs = nullptr;  // null: host memory
+  Backend *outputs = nullptr;
+  // The space a graph input / output of value `v` is in (sequences and optionals: host memory).
+  Backend &of_input(const PlacementValue &v) const;
+  Backend &of_output(const PlacementValue &v) const;
+};
+
+// Places every step, graph inputs and outputs where `io` says. `pinned` names a backend or is
+// empty ("auto" means empty). Throws naming the steps no backend may run.
 std::vector<Placement> place_steps(const std::vector<PlacementStep> &steps,
                                    const std::vector<PlacementValue> &values,
-                                   std::string_view pinned, ThreadPool &pool);
+                                   std::string_view pinned, ThreadPool &pool,
+                                   const IoSpaces &io = {});
 
 // The backend automatic placement picks for `op` with kernel dtype `dtype` where nothing is
 // weighed (eager calls, the lower stage): the highest-priority one that may be placed

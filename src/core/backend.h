@@ -42,6 +42,13 @@ class Backend {
   virtual std::unique_ptr<Stream> new_stream() = 0;
   // Copies src into dst (same dtype and shape); either may live on the host or on this device.
   virtual void copy(Tensor &dst, const Tensor &src, Stream *stream) = 0;
+  // The same copy, where the host need not wait for it: a copy into host memory from a device
+  // may return an Event (the data is in dst once it has been waited for; dst and src stay
+  // allocated until then). nullptr: the copy is done, or ordered on `stream` like copy().
+  virtual std::unique_ptr<Event> copy_async(Tensor &dst, const Tensor &src, Stream *stream) {
+    copy(dst, src, stream);
+    return nullptr;
+  }
 
   // Its kernels (a test device running another backend's kernels returns that registry).
   virtual const KernelRegistry &kernels() const { return kernel_registry(name()); }
@@ -89,6 +96,10 @@ Backend &get_backend(std::string_view name);   // throws naming the available on
 Backend &host_backend();
 // All registered backends, highest priority first.
 std::vector<Backend *> backends();
+
+// `t` in the memory of `to`: `t` itself where it is there already, else a copy (through host
+// memory between two devices). Waits for the copy.
+Tensor transfer(const Tensor &t, Backend &to);
 
 }  // namespace lumen
 

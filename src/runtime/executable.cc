@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 
 #include "compile/cost_model.h"
@@ -37,6 +39,14 @@ const Executable::Impl &Executable::current_plan() const {
   return impl_->adaptive ? impl_->adaptive->current(*impl_) : *impl_;
 }
 
+bool device_overlap() {
+  static const bool on = [] {
+    const char *v = std::getenv("LUMEN_DEVICE_OVERLAP");
+    return !v || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
 namespace {
 
 // `rank_known`: false for an input the model gives no shape at all (any shape is accepted).
@@ -68,28 +78,27 @@ void check_input(const ValueInfo &expected, bool rank_known, const Tensor &actua
 }
 
 // A copy step: the side that is not host memory does it, ordered on its stream
-// (compile/insert_copies.h).
-void copy_step(const ExecutionStep &step, const Tensor &src, Tensor &dst, DeviceStreams &streams) {
+// (compile/insert_copies.h). A copy into host memory is left under way where the device allows
+// (`arrivals`: the steps that read slot `out` wait for it); without `arrivals` (timed runs) it is
+// done on return.
+void copy_step(const ExecutionStep &step, const Tensor &src, Tensor &dst, DeviceStreams &streams,
+               Arrivals *arrivals, int out) {
   Backend &engine = step.backend->device().is_host() ? *step.copy_from : *step.backend;
-  engine.copy(dst, src, streams.of(&engine));
+  Stream *stream = streams.enter(&engine);
+  if (arrivals && dst.device().is_host() && device_overlap())
+    arrivals->expect(out, engine.copy_async(dst, src, stream));
+  else
+    engine.copy(dst, src, stream);
 }
 
-// Inputs in a device's memory (a Vulkan tensor, say) as host tensors: the plan reads graph inputs
-// in host memory and copies them to the devices that read them, so a device input costs a copy to
-// the host first (a plan that keeps inputs where they are is not built). Host inputs are passed
-// through as they are.
-std::vector<Tensor> inputs_in_host_memory(const std::vector<Tensor> &inputs) {
+// The inputs in the memory the plan reads them in (CompileOptions::input_device): a tensor given
+// elsewhere is copied there first; those already there are passed as they are.
+std::vector<Tensor> inputs_where_read(const std::vector<Tensor> &inputs, Backend *space) {
+  const Device want = space ? space->device() : kHostDevice;
   std::vector<Tensor> out = inputs;
-  for (Tensor &t : out) {
-    if (!t.defined() || t.device().is_host() || is_container(t.dtype())) continue;
-    Backend *owner = nullptr;
-    for (Backend *b : backends())
-      if (b->device() == t.device()) owner = b;
-    if (!owner) fail("execute: an input is in ", t.device().to_string(), " memory, of no backend");
-    Tensor host = Tensor::empty(t.shape(), t.dtype());
-    owner->copy(host, t, nullptr);  // fails, naming it, for a device tensor it cannot read
-    t = std::move(host);
-  }
+  for (Tensor &t : out)
+    if (t.defined() && !is_container(t.dtype()) && t.device() != want)
+      t = transfer(t, space ? *space : host_backend());
   return out;
 }
 
@@ -112,13 +121,18 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
   const MemoryBudgetScope budget(p.max_memory);
   if (inputs.size() != p.input_slots.size())
     fail("execute: expected ", p.input_slots.size(), " inputs, got ", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size(); ++i) {
     check_input(p.inputs[i], p.input_rank_known[i], inputs[i]);
-  const bool on_devices = std::any_of(inputs.begin(), inputs.end(), [](const Tensor &t) {
-    return t.defined() && !t.device().is_host();
+    if (!inputs[i].device().is_host() && !inputs[i].is_contiguous())
+      fail("input '", p.inputs[i].name, "': a tensor in ", inputs[i].device().to_string(),
+           " memory must be contiguous");
+  }
+  const Device want = p.input_backend ? p.input_backend->device() : kHostDevice;
+  const bool elsewhere = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor &t) {
+    return t.defined() && !is_container(t.dtype()) && t.device() != want;
   });
   std::vector<Tensor> outputs =
-      on_devices ? p.run(inputs_in_host_memory(inputs), timer) : p.run(inputs, timer);
+      elsewhere ? p.run(inputs_where_read(inputs, p.input_backend), timer) : p.run(inputs, timer);
   timer.finish();
   if (timed) impl_->adaptive->observe(p, *profile);
   return outputs;
@@ -170,6 +184,12 @@ std::unique_ptr<RunState> Executable::Impl::acquire_state() const {
 }
 
 void Executable::Impl::release_state(std::unique_ptr<RunState> state) const {
+  // A failed run may leave work queued that reads its tensors: it runs before they go.
+  state->arrivals.clear();
+  try {
+    state->streams.synchronize();
+  } catch (const Error &) {  // the device failed; the run's own error is what the caller sees
+  }
   // Drop what lives outside the arena (the caller's inputs, outputs, strings and containers) so
   // the pool does not keep it alive.
   for (size_t s = 0; s < slot_offset.size(); ++s)
@@ -228,7 +248,10 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     if (step.skip) continue;
     check_run_deadline(step.schema->name, step.node);
     timer.begin();
+    state->arrivals.await(step.inputs);
+    state->arrivals.await(step.host_inputs);
     if (step.builtin) {
+      state->streams.enter(nullptr);
       run_planned_builtin(step, slots);
       timer.end(i);
       continue;
@@ -252,13 +275,14 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
                         .outputs = std::move(state->kernel_outputs),
                         .attrs = step.attrs,
                         .pool = *pool,
-                        .stream = state->streams.of(step.backend),
+                        .stream = step.copy_from ? nullptr : state->streams.enter(step.backend),
                         .op = step.schema->name,
                         .node = step.node,
                         .prepared = step.prepared.get()};
       for (int h : step.host_inputs) ctx.host_inputs.push_back(h >= 0 ? &slots[h] : nullptr);
       if (step.copy_from)
-        copy_step(step, *ctx.inputs[0], *ctx.outputs[0], state->streams);
+        copy_step(step, *ctx.inputs[0], *ctx.outputs[0], state->streams,
+                  timer.profile() ? nullptr : &state->arrivals, step.outputs[0]);
       else
         step.kernel(ctx);
       state->kernel_inputs = std::move(ctx.inputs);  // keep the capacity for the next step
@@ -268,6 +292,7 @@ std::vector<Tensor> Executable::Impl::run_planned(const std::vector<Tensor> &inp
     }
     timer.end(i, state->streams.of(step.backend));
   }
+  state->arrivals.await_all();
   state->streams.synchronize();  // the arenas are reused by the next run
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());
@@ -293,12 +318,15 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
   };
   for (size_t i = 0; i < inputs.size(); ++i) set_slot(input_slots[i], inputs[i]);
   DeviceStreams streams;
+  Arrivals arrivals;  // after streams: gone first, so nothing waits on a stream that is gone
   std::vector<const TensorType *> in_types;
   std::vector<const Tensor *> in_values;
   for (size_t si = 0; si < steps.size(); ++si) {
     const ExecutionStep &step = steps[si];
     check_run_deadline(step.schema->name, step.node);
     timer.begin();
+    arrivals.await(step.inputs);
+    arrivals.await(step.host_inputs);
     in_types.clear();
     in_values.clear();
     for (int s : step.inputs) {
@@ -310,8 +338,10 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
       if (step.copy_from) {
         const Tensor &src = *in_values[0];
         outs.push_back(Tensor::empty(src.shape(), src.dtype(), &step.backend->allocator()));
-        copy_step(step, src, outs.back(), streams);
+        copy_step(step, src, outs.back(), streams, timer.profile() ? nullptr : &arrivals,
+                  step.outputs[0]);
       } else if (step.builtin) {
+        streams.enter(nullptr);
         std::vector<Tensor> step_inputs;
         for (int s : step.inputs) step_inputs.push_back(s >= 0 ? slots[s] : Tensor());
         outs = step.builtin(step, step_inputs);
@@ -350,16 +380,21 @@ std::vector<Tensor> Executable::Impl::run_dynamic(const std::vector<Tensor> &inp
         else
           outs = run_kernel(step.kernel, *step.backend, in_values, by_kernel ? nullptr : &out_types,
                             step.outputs.size(), step.attrs, *pool, step.schema->name, step.node,
-                            step.prepared.get(), step.unused_outputs, streams.of(step.backend),
+                            step.prepared.get(), step.unused_outputs, streams.enter(step.backend),
                             host_values);
       }
     } catch (const Error &e) {
       rethrow_naming(step, e);
     }
     for (size_t i = 0; i < outs.size(); ++i) set_slot(step.outputs[i], std::move(outs[i]));
-    for (int s : step.release) slots[s] = Tensor();
+    for (int s : step.release) {
+      streams.release(slots[s]);
+      slots[s] = Tensor();
+    }
     timer.end(si, streams.of(step.backend));
   }
+  arrivals.await_all();
+  streams.synchronize();
   std::vector<Tensor> outputs;
   outputs.reserve(output_slots.size());
   for (int s : output_slots) outputs.push_back(slots[s]);

@@ -69,6 +69,12 @@ const Executable::Impl &subgraph(const ExecutionStep &step, const char *name);
 std::vector<Tensor> run_subgraph(const ExecutionStep &step, const Executable::Impl &plan,
                                  const std::vector<Tensor> &inputs);
 
+// Whether runs let devices work while the host goes on (the default): streams flushed where a run
+// leaves a device, copies to the host left under way until a step reads them. LUMEN_DEVICE_OVERLAP=0
+// turns it off (each copy to the host waits; device work starts only then), to measure what it
+// gives.
+bool device_overlap();
+
 // A stream per device backend a run uses, made on first use and kept with the run state: steps
 // on one device queue their work on it in order; copies and the end of a run wait for it.
 class DeviceStreams {
@@ -81,12 +87,66 @@ class DeviceStreams {
     streams_.emplace_back(backend, backend->new_stream());
     return streams_.back().second.get();
   }
+  // The stream of a step about to run (nullptr on the host). Where the run leaves a device, its
+  // stream is flushed: the device works through what was queued while the next steps run
+  // elsewhere.
+  Stream *enter(Backend *backend) {
+    Stream *s = of(backend);
+    if (current_ && current_ != s && device_overlap()) current_->flush();
+    current_ = s;
+    return s;
+  }
   void synchronize() {
     for (auto &entry : streams_) entry.second->synchronize();
+    current_ = nullptr;
+  }
+  // A tensor a run drops: kept allocated until the work queued on its device has run (work
+  // recorded or under way may still read it; its memory must not be handed out before).
+  void release(const Tensor &t) {
+    if (!t.defined() || t.device().is_host()) return;
+    for (auto &[b, s] : streams_)
+      if (b->device() == t.device()) s->retain(t.buffer());
   }
 
  private:
   std::vector<std::pair<Backend *, std::unique_ptr<Stream>>> streams_;
+  Stream *current_ = nullptr;
+};
+
+// Copies into host memory still under way (Backend::copy_async), by slot: a step that reads one
+// waits for it first, and a run waits for all of them before it returns. What the host does in
+// between overlaps with the device.
+class Arrivals {
+ public:
+  void expect(int slot, std::unique_ptr<Event> event) {
+    if (!event) return;
+    if (by_slot_.size() <= static_cast<size_t>(slot)) by_slot_.resize(slot + 1);
+    by_slot_[slot] = std::move(event);
+    ++count_;
+  }
+  void await(const std::vector<int> &slots) {
+    if (count_ == 0) return;
+    for (int s : slots)
+      if (s >= 0 && static_cast<size_t>(s) < by_slot_.size() && by_slot_[s]) take(s);
+  }
+  void await_all() {
+    for (size_t s = 0; count_ > 0 && s < by_slot_.size(); ++s)
+      if (by_slot_[s]) take(s);
+  }
+  // Forgets them (a failed run): their data is never read.
+  void clear() {
+    by_slot_.clear();
+    count_ = 0;
+  }
+
+ private:
+  void take(size_t s) {
+    std::unique_ptr<Event> e = std::move(by_slot_[s]);
+    --count_;
+    e->wait();
+  }
+  std::vector<std::unique_ptr<Event>> by_slot_;
+  size_t count_ = 0;
 };
 
 // The mutable state of one run of a planned Executable: the arena and the tensors viewing it.
@@ -98,6 +158,7 @@ struct RunState {
   std::vector<Tensor *> kernel_outputs;
   std::vector<Tensor> contiguous_inputs;  // copies of non-contiguous caller inputs
   DeviceStreams streams;
+  Arrivals arrivals;
 };
 
 // Records per-step times into a RunProfile; does nothing (and reads no clock) without one.
@@ -139,6 +200,7 @@ struct Executable::Impl {
   std::vector<Tensor> initial_slots;      // constants filled in, everything else undefined
   std::vector<TensorType> initial_types;  // the constants' types, by slot (for dynamic runs)
   std::vector<int> input_slots;
+  Backend *input_backend = nullptr;  // CompileOptions::input_device (null: host memory)
   std::vector<int> output_slots;
   std::vector<bool> slot_is_output;  // by slot: the slot is one of output_slots
   std::vector<ExecutionStep> steps;

@@ -617,6 +617,96 @@ TEST(Vulkan, AnUploadWhileWorkIsPendingIsOrderedOnTheStream) {
   expect_runs_match_cpu(g, *exe, {256, 256}, 3);
 }
 
+// A plan compiled with input_device and output_device "vulkan" reads its inputs where the caller
+// keeps them and leaves its outputs there: pinned to Vulkan, no copy step at all; the results
+// (read back with to_device) are the CPU's. An input given in host memory is moved there first.
+TEST(Vulkan, InputsAndOutputsStayInVulkanMemory) {
+  SKIP_WITHOUT_VULKAN();
+  Graph g;
+  Value *x = g.add_input("x", {16, 32});
+  Value *h = g.add_op("matmul", {x, g.add_constant("w", random_tensor({32, 8}, 1))});
+  g.mark_output(
+      g.add_op("tanh", {g.add_op("add", {h, g.add_constant("b", random_tensor({8}, 2))})}));
+  Runtime vk{RuntimeOptions{.backend = "vulkan"}}, cpu{RuntimeOptions{.backend = "cpu"}};
+  Executable *exe =
+      g.compile(&vk, CompileOptions{.input_device = "vulkan", .output_device = "vulkan"});
+  EXPECT_EQ(step_placements(*exe),
+            (std::vector<std::string>{"matmul@vulkan", "add@vulkan", "tanh@vulkan"}));
+  Executable *want = g.compile(&cpu);
+  for (int run = 0; run < 3; ++run) {
+    const Tensor host = random_tensor({16, 32}, 10 + run);
+    const Tensor on_device = to_device(host, "vulkan");
+    EXPECT_EQ(on_device.device(), get_backend("vulkan").device());
+    const Tensor out = exe->execute({on_device})[0];
+    EXPECT_EQ(out.device(), get_backend("vulkan").device());
+    const Tensor expected = want->execute({host})[0];
+    EXPECT_TRUE(all_close(to_device(out, "cpu"), expected, 1e-4, 1e-5)) << run;
+    EXPECT_TRUE(all_close(to_device(exe->execute({host})[0], "cpu"), expected, 1e-4, 1e-5));
+  }
+  testing::expect_error([&] { g.compile(&vk, CompileOptions{.output_device = "nowhere"}); },
+                        "nowhere");
+}
+
+// Inputs and outputs in Vulkan memory while the router splits the graph: the values cross to the
+// CPU (cumsum) and back with one copy each way, a host input goes to Vulkan once, and an output the
+// CPU makes is copied to Vulkan after the last step.
+TEST(Vulkan, DeviceInputsAndOutputsInAMixedPlan) {
+  SKIP_WITHOUT_VULKAN();
+  Runtime rt{RuntimeOptions{.num_threads = 2}};
+  const FastVulkanCache fast(rt);
+  Graph g;
+  Value *x = g.add_input("x", {128, 128});
+  Value *h = g.add_op("matmul", {x, g.add_constant("w1", random_tensor({128, 128}, 1))}, {}, "mm1");
+  Value *c = g.add_op("cumsum", {h, g.add_constant("axis", ints({}, {1}))}, {}, "running");
+  g.mark_output(
+      g.add_op("matmul", {c, g.add_constant("w2", random_tensor({128, 128}, 2))}, {}, "mm2"));
+  g.mark_output(c);
+  Executable *exe =
+      g.compile(&rt, CompileOptions{.input_device = "vulkan", .output_device = "vulkan"});
+  EXPECT_EQ(step_placements(*exe),
+            (std::vector<std::string>{"matmul@vulkan", "copy@vulkan", "cumsum@cpu", "copy@vulkan",
+                                      "matmul@vulkan"}));
+  Runtime cpu{RuntimeOptions{.backend = "cpu"}};
+  Executable *want = g.compile(&cpu);
+  for (int run = 0; run < 3; ++run) {
+    const Tensor host = random_tensor({128, 128}, 20 + run);
+    const auto got = exe->execute({to_device(host, "vulkan")});
+    const auto expected = want->execute({host});
+    for (size_t o = 0; o < 2; ++o) {
+      EXPECT_EQ(got[o].device(), get_backend("vulkan").device()) << o;
+      EXPECT_TRUE(all_close(to_device(got[o], "cpu"), expected[o], 1e-4, 1e-2)) << run << " " << o;
+    }
+  }
+}
+
+// A copy to the host that the executor leaves under way (Backend::copy_async: an Event) holds
+// the data once waited for, though the device work before it was only recorded when it began.
+TEST(Vulkan, AnAsyncCopyToTheHostHasTheDataOnceWaitedFor) {
+  SKIP_WITHOUT_VULKAN();
+  Backend &vulkan = get_backend("vulkan");
+  const Tensor a = random_tensor({256, 256}, 1), b = random_tensor({256, 256}, 2);
+  const Tensor da = to_device(a, "vulkan"), db = to_device(b, "vulkan");
+  Tensor product = Tensor::empty({256, 256}, DType::Float32, &vulkan.allocator());
+  std::unique_ptr<Stream> stream = vulkan.new_stream();
+  Runtime rt;
+  const Attributes none;
+  KernelContext ctx{.inputs = {&da, &db},
+                    .outputs = {&product},
+                    .attrs = none,
+                    .pool = rt.thread_pool(),
+                    .stream = stream.get(),
+                    .op = "matmul",
+                    .node = "mm"};
+  vulkan.find_kernel("matmul", DType::Float32)(ctx);
+  Tensor host = Tensor::zeros({256, 256});
+  std::unique_ptr<Event> arriving = vulkan.copy_async(host, product, stream.get());
+  ASSERT_NE(arriving, nullptr);
+  arriving->wait();
+  arriving->wait();  // harmless
+  EXPECT_TRUE(all_close(host, call_op("matmul", {a, b}, {}, "cpu")[0], 1e-4, 1e-3));
+  stream->synchronize();
+}
+
 // A kernel's own limits (SupportsFn) beyond its (op, dtype): the Vulkan fill writes 32-bit
 // words, so a bool constant_of_shape goes to the CPU however fast Vulkan is (the matmul beside it
 // to Vulkan), and a compile pinned to Vulkan says why it cannot run it.

@@ -130,3 +130,36 @@ def test_an_adaptive_compile_moves_what_runs_slower_than_estimated(tmp_path):
     first = result["replans"][0]
     assert first.startswith("replan 1: ") and " on sim: " in first and "moved" in first, first
     assert set(result["after"]) == {"cpu"}, result
+
+
+def test_inputs_and_outputs_stay_in_device_memory(tmp_path):
+    """compile(input_device=, output_device=) on the simulated device: the caller's inputs are
+    read where it keeps them (lumen.to_device) and the outputs come back there as lumen.Tensor,
+    with no copy step in a plan pinned to it; t.to("cpu") reads them, equal to a CPU compile. A
+    NumPy input is moved there first; NumPy refuses device memory with a clear message."""
+    path = str(tmp_path / "mlp.onnx")
+    mlp(path, layers=2, rows=16, width=32)
+    out = run_child(f"""
+        import numpy as np, lumen
+        m = lumen.load_onnx({path!r})
+        x = np.random.default_rng(1).standard_normal((16, 32)).astype(np.float32)
+        want = m.compile(backend="cpu")(x)
+        c = m.compile(backend="sim", input_device="sim", output_device="sim", opt_level=0)
+        assert [s["op"] for s in c.routing()].count("copy") == 0, c.routing()
+        on_device = lumen.to_device(x, "sim")
+        assert on_device.device == "sim:0"
+        for given in (on_device, x):
+            got = c.run({{"x": given}})[0]
+            assert isinstance(got, lumen.Tensor) and got.device == "sim:0", got
+            assert np.array_equal(got.to("cpu").numpy(), want)
+        try:
+            np.asarray(got)
+            raise SystemExit("numpy read device memory")
+        except BufferError as e:
+            assert "to('cpu')" in str(e), e
+        mixed = m.compile(backend="cpu", output_device="sim")
+        assert [s["op"] for s in mixed.routing()][-1] == "copy"
+        assert np.array_equal(mixed.run({{"x": x}})[0].to("cpu").numpy(), want)
+        print("ok")
+        """, tmp_path)
+    assert out.strip().endswith("ok")

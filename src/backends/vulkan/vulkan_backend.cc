@@ -92,6 +92,50 @@ class VulkanBackend final : public Backend {
     (*s).synchronize();
     std::memcpy(dst.raw_data(), static_cast<const std::byte *>(st.mapped) + st.offset, bytes);
   }
+
+  // A copy to the host on the executor's stream: recorded into a staging block and submitted with
+  // the work before it; the host reads the block when it waits. Always through staging, even where
+  // the host could map the source: later work may overwrite the source before the wait.
+  std::unique_ptr<Event> copy_async(Tensor &dst, const Tensor &src, Stream *stream) override {
+    auto *s = dynamic_cast<VulkanStream *>(stream);
+    if (!s || src.device().is_host() || !dst.device().is_host() || src.nbytes() == 0 ||
+        !dst.is_contiguous() || !src.is_contiguous() || dst.dtype() != src.dtype() ||
+        dst.shape() != src.shape()) {
+      copy(dst, src, stream);  // checks what it refuses
+      return nullptr;
+    }
+    std::shared_ptr<Buffer> staging = allocate_staging(src.nbytes());
+    const Resolved from = resolve(src.raw_data()), to = resolve_staging(staging->data());
+    s->copy_buffer(from.buffer, from.offset, to.buffer, to.offset, src.nbytes());
+    s->retain(staging);
+    return std::make_unique<Download>(*s, s->flush_submission(), std::move(staging), to, dst);
+  }
+
+ private:
+  class Download final : public Event {
+   public:
+    Download(VulkanStream &stream, uint64_t submission, std::shared_ptr<Buffer> staging,
+             Resolved at, Tensor dst)
+        : stream_(stream),
+          submission_(submission),
+          staging_(std::move(staging)),
+          at_(at),
+          dst_(std::move(dst)) {}
+    void wait() override {
+      if (!staging_) return;
+      stream_.wait(submission_);
+      std::memcpy(dst_.raw_data(), static_cast<const std::byte *>(at_.mapped) + at_.offset,
+                  dst_.nbytes());
+      staging_.reset();
+    }
+
+   private:
+    VulkanStream &stream_;
+    uint64_t submission_;
+    std::shared_ptr<Buffer> staging_;
+    Resolved at_;
+    Tensor dst_;
+  };
 };
 
 LUMEN_REGISTER_BACKEND(VulkanBackend);

@@ -121,8 +121,6 @@ bool VulkanDevice::open(std::string &why_not) {
                                  .pQueueCreateInfos = &queue_info};
   LUMEN_VK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
-  VkFenceCreateInfo fence_info{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  LUMEN_VK(vkCreateFence(device_, &fence_info, nullptr, &fence_));
 
   VkPhysicalDeviceMemoryProperties memory;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory);
@@ -151,7 +149,6 @@ bool VulkanDevice::open(std::string &why_not) {
 VulkanDevice::~VulkanDevice() {
   if (device_) {
     vkDeviceWaitIdle(device_);
-    if (fence_) vkDestroyFence(device_, fence_, nullptr);
     vkDestroyDevice(device_, nullptr);
   }
   if (instance_) vkDestroyInstance(instance_, nullptr);
@@ -161,19 +158,17 @@ std::string VulkanDevice::description() const {
   std::ostringstream out;
   out << properties_.deviceName << " / " << driver_info_ << " / driver "
       << properties_.driverVersion << " / api " << VK_API_VERSION_MAJOR(properties_.apiVersion)
-      << "." << VK_API_VERSION_MINOR(properties_.apiVersion) << " / subgroups of "
-      << subgroup_size_ << (subgroup_reductions_ ? " (reductions)" : "");
+      << "." << VK_API_VERSION_MINOR(properties_.apiVersion) << " / subgroups of " << subgroup_size_
+      << (subgroup_reductions_ ? " (reductions)" : "");
   return out.str();
 }
 
-void VulkanDevice::submit_and_wait(VkCommandBuffer commands) {
+void VulkanDevice::submit(VkCommandBuffer commands, VkFence done) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                       .commandBufferCount = 1,
                       .pCommandBuffers = &commands};
-  LUMEN_VK(vkResetFences(device_, 1, &fence_));
-  LUMEN_VK(vkQueueSubmit(queue_, 1, &submit, fence_));
-  LUMEN_VK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+  LUMEN_VK(vkQueueSubmit(queue_, 1, &submit, done));
 }
 
 namespace {

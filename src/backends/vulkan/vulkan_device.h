@@ -43,15 +43,15 @@ class VulkanDevice {
   // (reductions)": what measurements are keyed by.
   std::string description() const;
 
-  // Submits `commands` to the queue and waits for it to finish (the queue is shared: serialized).
-  void submit_and_wait(VkCommandBuffer commands);
+  // Submits `commands` to the queue without waiting; `done` (an unsignaled fence) is signaled
+  // when they have run. The queue is shared: submissions are serialized.
+  void submit(VkCommandBuffer commands, VkFence done);
 
  private:
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
   VkPhysicalDeviceProperties properties_{};
   std::string driver_info_;
   uint32_t queue_family_ = 0, subgroup_size_ = 1;

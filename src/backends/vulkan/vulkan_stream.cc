@@ -104,7 +104,10 @@ VulkanStream::~VulkanStream() {
     synchronize();
   } catch (const Error &) {  // a destructor must not throw; the error was seen by whoever waited
   }
-  for (const auto &r : recordings_) vkDestroyDescriptorPool(dev, r->descriptors, nullptr);
+  for (const auto &r : recordings_) {
+    vkDestroyDescriptorPool(dev, r->descriptors, nullptr);
+    vkDestroyFence(dev, r->done, nullptr);
+  }
   vkDestroyCommandPool(dev, pool_, nullptr);  // and the command buffers with it
 }
 
@@ -112,10 +115,10 @@ Device VulkanStream::device() const {
   return kVulkanDevice;
 }
 
-void VulkanStream::synchronize() {
+uint64_t VulkanStream::flush_submission() {
   if (pending_.empty()) {
-    retained_.clear();
-    return;
+    retained_.clear();  // nothing recorded reads them
+    return submitted_;
   }
   // A batch that repeats a recording whose buffers all live runs it again; any other is recorded
   // (a prefix of a recording is recorded too: the recording holds more than this batch).
@@ -125,7 +128,9 @@ void VulkanStream::synchronize() {
     start_recording();
   }
   Recording &r = replay_ ? *replay_ : *recording_;
-  if (!replay_) {
+  if (replay_) {
+    retire(r);  // its last submission must have run before it is submitted again
+  } else {
     LUMEN_VK(vkEndCommandBuffer(r.commands));
     r.list = pending_;
   }
@@ -133,8 +138,42 @@ void VulkanStream::synchronize() {
   replay_ = recording_ = nullptr;
   pending_.clear();
   r.used = ++clock_;
-  vulkan_device()->submit_and_wait(r.commands);
+  vulkan_device()->submit(r.commands, r.done);
+  r.in_flight = true;
+  r.submission = ++submitted_;
+  r.retained = std::move(retained_);
   retained_.clear();
+  return r.submission;
+}
+
+void VulkanStream::wait(uint64_t submission) {
+  for (const auto &r : recordings_)
+    if (r->in_flight && r->submission <= submission) retire(*r);
+}
+
+void VulkanStream::synchronize() {
+  wait(flush_submission());
+}
+
+bool VulkanStream::idle() {
+  if (!pending_.empty()) return false;
+  for (const auto &r : recordings_) {
+    if (!r->in_flight) continue;
+    const VkResult status = vkGetFenceStatus(vulkan_device()->device(), r->done);
+    if (status == VK_NOT_READY) return false;
+    LUMEN_VK(status);
+    retire(*r);
+  }
+  return true;
+}
+
+void VulkanStream::retire(Recording &r) {
+  if (!r.in_flight) return;
+  VkDevice dev = vulkan_device()->device();
+  LUMEN_VK(vkWaitForFences(dev, 1, &r.done, VK_TRUE, UINT64_MAX));
+  LUMEN_VK(vkResetFences(dev, 1, &r.done));
+  r.in_flight = false;
+  r.retained.clear();
 }
 
 VulkanStream::Recording *VulkanStream::find_recording(const Command &first) {
@@ -163,11 +202,14 @@ void VulkanStream::start_recording() {
                                   .poolSizeCount = 1,
                                   .pPoolSizes = &size};
     LUMEN_VK(vkCreateDescriptorPool(dev, &dp, nullptr, &fresh->descriptors));
+    VkFenceCreateInfo fence{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    LUMEN_VK(vkCreateFence(dev, &fence, nullptr, &fresh->done));
     recordings_.push_back(std::move(fresh));
     r = recordings_.back().get();
   } else {
     for (const auto &candidate : recordings_)
       if (!r || candidate->used < r->used) r = candidate.get();
+    retire(*r);  // not reset while the device may still run it
     LUMEN_VK(vkResetCommandBuffer(r->commands, 0));
     LUMEN_VK(vkResetDescriptorPool(dev, r->descriptors, 0));
   }
@@ -189,7 +231,7 @@ void VulkanStream::add(const Command &command) {
   }
   if (!replay_ && !recording_) start_recording();
   if (recording_ && command.pipeline && recording_->sets == kSetsPerPool) {
-    synchronize();  // its descriptor pool is spent: this batch ends here
+    flush_submission();  // its descriptor pool is spent: this batch ends here
     return add(command);
   }
   if (recording_) record(*recording_, command);

@@ -1,8 +1,9 @@
 // Recording and running compute work. A pipeline per shader (SPIR-V compiled from
 // shaders/<name>.comp by glslc at build time and embedded in the library), created on first use
 // and kept. A stream collects dispatches and copies, each followed by a barrier, and submits them
-// all at synchronize(): the steps of a plan that run on Vulkan one after another go to the GPU as
-// one submission, and the host waits only where it needs a result (a copy back, the end of a run).
+// at flush() without waiting (the executor flushes where a run leaves the device, so the device
+// works while the host runs the next steps); the host waits only where it needs a result: wait()
+// for one submission (a copy back), synchronize() for all.
 //
 // Command buffers are recorded once and resubmitted: a stream keeps its last few recorded
 // batches, and a batch whose commands equal one of them, to the byte (same pipelines, buffers,
@@ -48,6 +49,12 @@ class VulkanStream final : public Stream {
   ~VulkanStream() override;
   Device device() const override;
   void synchronize() override;
+  void flush() override { flush_submission(); }
+  // Submits what is recorded without waiting; returns its number (the last one's when nothing
+  // was recorded), which wait() takes.
+  uint64_t flush_submission();
+  // Blocks until submission `number` and those before it have run.
+  void wait(uint64_t number);
 
   // Records one dispatch of `shader` over `tensors` (bound whole: kernels pass element offsets
   // in their push constants, see element_offset) with `push` bytes of push constants.
@@ -58,9 +65,9 @@ class VulkanStream final : public Stream {
   // Keeps `t` (a kernel's temporary: tables, intermediates) allocated until the work recorded so
   // far has run, so its memory is not handed out again while a dispatch still reads it.
   void retain(const Tensor &t) { retained_.push_back(t.buffer()); }
-  void retain(std::shared_ptr<Buffer> b) { retained_.push_back(std::move(b)); }
-  // Whether nothing is recorded and not yet run.
-  bool idle() const { return pending_.empty(); }
+  void retain(std::shared_ptr<Buffer> b) override { retained_.push_back(std::move(b)); }
+  // Whether nothing is recorded or submitted and not yet run.
+  bool idle();
 
  private:
   // One command as recorded: a dispatch (pipeline set) or a copy. Equal commands record equal
@@ -85,20 +92,27 @@ class VulkanStream final : public Stream {
     std::vector<Command> list;
     uint64_t used = 0;        // when last submitted (the least recent is recorded over)
     uint64_t generation = 0;  // buffers_destroyed() when recorded
+    // Its last submission: number, whether it may still run (`done` not yet waited for), and the
+    // buffers it must keep alive until then.
+    VkFence done = VK_NULL_HANDLE;
+    bool in_flight = false;
+    uint64_t submission = 0;
+    std::vector<std::shared_ptr<Buffer>> retained;
   };
 
   void add(const Command &command);
   Recording *find_recording(const Command &first);
   void start_recording();  // into a free or the least recent recording, pending_ first
   void record(Recording &r, const Command &command);
+  void retire(Recording &r);  // waits for its last submission, if still in flight
 
   VkCommandPool pool_ = VK_NULL_HANDLE;
   std::vector<std::unique_ptr<Recording>> recordings_;
   std::vector<Command> pending_;    // the batch so far
   Recording *replay_ = nullptr;     // a recording that starts with pending_
   Recording *recording_ = nullptr;  // the recording pending_ is being recorded into
-  uint64_t clock_ = 0;
-  std::vector<std::shared_ptr<Buffer>> retained_;
+  uint64_t clock_ = 0, submitted_ = 0;
+  std::vector<std::shared_ptr<Buffer>> retained_;  // for the batch being recorded
 };
 
 // A reduction shader for this device: its _subgroup variant where the device reduces with
