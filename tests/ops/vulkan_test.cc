@@ -647,9 +647,10 @@ TEST(Vulkan, InputsAndOutputsStayInVulkanMemory) {
                         "nowhere");
 }
 
-// Inputs and outputs in Vulkan memory while the router splits the graph: the values cross to the
-// CPU (cumsum) and back with one copy each way, a host input goes to Vulkan once, and an output the
-// CPU makes is copied to Vulkan after the last step.
+// Inputs and outputs in Vulkan memory while the router splits the graph: the matmul reads the
+// input where it is, its result crosses to the CPU (cumsum) and back with one copy each way, and
+// the cumsum, an output too, is returned from the copy made for the second matmul (no copy after
+// the last step).
 TEST(Vulkan, DeviceInputsAndOutputsInAMixedPlan) {
   SKIP_WITHOUT_VULKAN();
   Runtime rt{RuntimeOptions{.num_threads = 2}};
