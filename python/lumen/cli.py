@@ -2,6 +2,8 @@
 
 * ``lumen inspect MODEL [--opt-level N] [--json] [--routing] [--dump-passes DIR]``
 * ``lumen bench MODEL [--runs N] [--threads N] [--compare onnxruntime[,openvino]] [--profile] [--json FILE]``
+* ``lumen serve [MODEL] [--model NAME=PATH ...] [--host H] [--port P] [--replicas N] [--max-batch B]
+  [--batch-timeout-ms T] [--address RAY_ADDRESS]``
 
 Subcommands are argparse subparsers, each with a ``run(args)`` function returning the exit status.
 Errors a user can cause (missing file, invalid model) print one line to stderr and exit 1, without
@@ -117,6 +119,38 @@ def run_bench(args):
     return 0
 
 
+def _named_model(text):
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path or "/" in name:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    return name, path
+
+
+def run_serve(args):
+    try:
+        from . import serve
+        import ray  # noqa: F401
+    except ImportError as e:
+        raise CommandError(f"serving needs Ray Serve: pip install 'ray[serve]' ({e})") from None
+    models = dict(args.named or [])
+    if args.model:
+        models.setdefault(os.path.splitext(os.path.basename(args.model))[0], args.model)
+    if not models:
+        raise CommandError("no model: give MODEL or --model NAME=PATH")
+    for path in models.values():
+        _check_model_path(path)
+    cores = os.cpu_count() or 1
+    threads = args.threads or max(1, cores // args.replicas)
+    compile_options = {"backend": args.backend} if args.backend else {}
+    serve.serve_forever(
+        {name: os.path.abspath(path) for name, path in models.items()}, host=args.host,
+        port=args.port, address=args.address, max_body_bytes=args.max_body_mb << 20,
+        max_batch=args.max_batch, batch_timeout_ms=args.batch_timeout_ms, num_threads=threads,
+        num_replicas=args.replicas, on_ready=lambda line: print(line, flush=True),
+        **compile_options)
+    return 0
+
+
 def build_parser():
     from ._bench import ATOL, RTOL
 
@@ -208,6 +242,38 @@ Exit status: 0, or 1 on an error or when the outputs disagree.""")
     bench.add_argument("--no-progress", action="store_true",
                        help="no progress bar (it is only drawn on a terminal anyway)")
     bench.set_defaults(run=run_bench)
+
+    serve = commands.add_parser(
+        "serve", help="serve models over HTTP (Open Inference Protocol v2) on Ray Serve",
+        description="Serve ONNX models over HTTP with KServe's Open Inference Protocol v2 "
+                    "(GET /v2/health/ready, GET /v2/models/NAME, POST /v2/models/NAME/infer with "
+                    "JSON or binary tensors) and Prometheus metrics at /metrics, on Ray Serve: a "
+                    "local Ray instance on loopback, or the cluster --address or RAY_ADDRESS "
+                    "names. Requests arriving within the batch timeout run as one batch. Stops "
+                    "on SIGINT/SIGTERM after answering the requests under way.")
+    serve.add_argument("model", metavar="MODEL", nargs="?",
+                       help="path to an .onnx file, served under its file name's stem")
+    serve.add_argument("--model", dest="named", type=_named_model, action="append",
+                       metavar="NAME=PATH", help="a model to serve under NAME (repeatable)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: %(default)s, loopback only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--replicas", type=_positive, default=1,
+                       help="replicas per model, each holding a compiled copy (default: 1)")
+    serve.add_argument("--threads", type=_positive, default=None,
+                       help="CPU threads per replica (default: the cores / replicas)")
+    serve.add_argument("--max-batch", type=_positive, default=8,
+                       help="requests per batch at most (default: %(default)s; 1: no batching)")
+    serve.add_argument("--batch-timeout-ms", type=float, default=5.0,
+                       help="how long a batch waits for more requests (default: %(default)s)")
+    serve.add_argument("--backend", default="",
+                       help="lumen backend (default: auto; cpu, vulkan, ... pin one)")
+    serve.add_argument("--max-body-mb", type=_positive, default=64,
+                       help="largest request body in MiB; larger ones get a 413 (default: 64)")
+    serve.add_argument("--address", default=None,
+                       help="a Ray cluster to deploy onto (ray://HOST:PORT or HOST:PORT; default: "
+                            "RAY_ADDRESS, else a local instance)")
+    serve.set_defaults(run=run_serve)
     return parser
 
 

@@ -1,0 +1,93 @@
+"""Serving Lumen models over HTTP on Ray Serve (``pip install "ray[serve]"``).
+
+* ``lumen serve MODEL`` (see lumen.cli): one machine, a local Ray instance started on loopback, or
+  an existing Ray cluster with ``--address``/``RAY_ADDRESS``; KServe's Open Inference Protocol v2
+  (``/v2/health/ready``, ``/v2/models/{name}``, ``/v2/models/{name}/infer`` with JSON or binary
+  tensors) and Prometheus ``/metrics``.
+* ``lumen.serve.deployment(path, **compile_options)``: the model as a Ray Serve application to
+  compose into one's own (``handle.infer.remote({"x": array})`` answers ``{"outputs": [...]}``).
+
+Requests to one model that arrive within the batch timeout run as one batch along the batch dim
+(lumen.serve.batching); each replica holds one compiled model."""
+
+import os
+
+__all__ = ["deployment", "application", "serve_forever"]
+
+
+def _replica_options(num_replicas, num_threads, ray_actor_options):
+    options = dict(ray_actor_options or {})
+    # Ray reserves a CPU per replica by default; a replica using several threads says so.
+    options.setdefault("num_cpus", max(1, num_threads) if num_threads else 1)
+    return {"num_replicas": num_replicas, "ray_actor_options": options,
+            "max_ongoing_requests": 256}
+
+
+def deployment(path, *, name=None, max_batch=8, batch_timeout_ms=5.0, num_threads=0,
+               num_replicas=1, ray_actor_options=None, **compile_options):
+    """A Ray Serve application (a bound deployment) serving the ONNX model at `path`, compiled in
+    each replica with ``compile(num_threads=num_threads, **compile_options)``. `max_batch`
+    requests arriving within `batch_timeout_ms` run as one batch (models whose inputs all have a
+    symbolic first dim; others run one request at a time). Pass it to ``serve.run`` or bind it
+    into another deployment, whose handle's ``infer.remote(feeds)`` returns ``{"outputs": [arrays],
+    "batch": size, ...}`` or ``{"error": message}``; ``metadata.remote()`` gives the inputs and
+    outputs."""
+    from ray import serve
+
+    from .app import ModelReplica
+
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    options = _replica_options(num_replicas, num_threads, ray_actor_options)
+    return serve.deployment(ModelReplica, name=f"model_{name}", **options).bind(
+        name, os.path.abspath(path), max_batch, batch_timeout_ms, num_threads, compile_options)
+
+
+def application(models, *, max_body_bytes=64 << 20, **model_options):
+    """The HTTP application for `models` (name -> ONNX path): an ingress and a deployment per
+    model, each made by deployment(path, name=name, **model_options)."""
+    from ray import serve
+
+    from .app import Ingress
+
+    handles = {name: deployment(path, name=name, **model_options) for name, path in
+               models.items()}
+    # The ingress only parses and forwards (async): it reserves no CPU of the replicas'.
+    return serve.deployment(Ingress, name="ingress", max_ongoing_requests=1024,
+                            ray_actor_options={"num_cpus": 0}).bind(handles, max_body_bytes)
+
+
+def serve_forever(models, *, host="127.0.0.1", port=8000, address=None, on_ready=print,
+                  **options):
+    """Starts Ray (a local instance on loopback unless `address` or RAY_ADDRESS names a
+    cluster), serves `models` on host:port until SIGINT or SIGTERM, then shuts down gracefully:
+    requests under way are answered first."""
+    import signal
+    import threading
+
+    import ray
+    from ray import serve
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, logging_level="ERROR")
+    else:
+        # Ray Serve gives its HTTP proxy 5 s to start, which a loaded small machine can miss.
+        os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+        # A local instance on loopback, with as many CPUs as the replicas reserve (each its
+        # threads) when that is more than the cores: the user chose to oversubscribe.
+        threads = options.get("num_threads") or 1
+        wanted = len(models) * options.get("num_replicas", 1) * threads
+        ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, logging_level="ERROR",
+                 num_cpus=max(os.cpu_count() or 1, wanted))
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        serve.start(http_options={"host": host, "port": port})
+        serve.run(application(models, **options), name="lumen", route_prefix="/")
+        for name in models:
+            on_ready(f"serving '{name}' at http://{host}:{port}/v2/models/{name}")
+        stop.wait()
+    finally:
+        serve.shutdown()
+        ray.shutdown()
