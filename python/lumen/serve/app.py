@@ -5,6 +5,8 @@ Open Inference Protocol v2 and exposing /metrics."""
 import asyncio
 import time
 
+import numpy as np
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from ray import serve
@@ -23,11 +25,36 @@ class ModelReplica:
 
         model = lumen.load_onnx(path)
         self.name = name
-        self.compiled = model.compile(num_threads=num_threads, **(compile_options or {}))
         self.inputs, self.outputs = model.inputs, model.outputs
         self.max_batch = max(1, int(max_batch)) if batching.batchable(self.inputs) else 1
+        options = dict(compile_options or {})
+        # A plan per batch size a batch may have (Lumen plans each input-shape signature).
+        options.setdefault("shape_cache_capacity", max(8, self.max_batch + 1))
+        self.compiled = self._compile(model, path, num_threads, options)
         self._batch.set_max_batch_size(self.max_batch)
         self._batch.set_batch_wait_timeout_s(max(0.0, batch_timeout_ms) / 1000)
+        self._warm_up()
+
+    def _compile(self, model, path, num_threads, compile_options):
+        """What runs the requests: run(feeds) -> list of arrays (an engine to compare against
+        overrides it; bench/serve_load.py)."""
+        return model.compile(num_threads=num_threads, **compile_options)
+
+    def _warm_up(self):
+        """Runs each batch size up to 16 twice on zeros, where every other dim is known: the
+        plans for them are made before the first request, not during it."""
+        dims = [i["shape"][1:] if i["shape"] else None for i in self.inputs]
+        if not self.inputs or any(d is None or not all(isinstance(n, int) for n in d)
+                                  for d in dims):
+            return
+        try:
+            for size in range(1, min(self.max_batch, 16) + 1):
+                feeds = {i["name"]: np.zeros([size, *d], dtype=i["dtype"])
+                         for i, d in zip(self.inputs, dims)}
+                for _ in range(2):
+                    self.compiled.run(feeds)
+        except Exception:  # noqa: BLE001 - zeros may be invalid input: requests will tell
+            return
 
     def metadata(self):
         return {"inputs": self.inputs, "outputs": self.outputs, "max_batch": self.max_batch}
