@@ -69,7 +69,11 @@ def serve_forever(models, *, host="127.0.0.1", port=8000, address=None, on_ready
 
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, logging_level="ERROR")
+        # A cluster on loopback (nodes started with --node-ip-address=127.0.0.1) is joined from
+        # loopback too; Ray would otherwise look for it at this machine's network address.
+        local = address.split("://")[-1].split(":")[0] in ("127.0.0.1", "localhost")
+        ray.init(address=address, logging_level="ERROR",
+                 **({"_node_ip_address": "127.0.0.1"} if local else {}))
     else:
         # Ray Serve gives its HTTP proxy 5 s to start, which a loaded small machine can miss.
         os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
@@ -83,7 +87,9 @@ def serve_forever(models, *, host="127.0.0.1", port=8000, address=None, on_ready
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        serve.start(http_options={"host": host, "port": port})
+        # One HTTP proxy, on the head node: the address given is the one that listens (a proxy
+        # per node would also take host:port on every other node).
+        serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
         serve.run(application(models, **options), name="lumen", route_prefix="/")
         for name in models:
             on_ready(f"serving '{name}' at http://{host}:{port}/v2/models/{name}")
