@@ -6,9 +6,9 @@ For each model (ResNet-50 from the ONNX package's light models, a BERT-style enc
 bench/models.py; both given a symbolic batch dim, checked by comparing a batch of 4 with four
 single runs) and each engine (Lumen, or onnxruntime with intra-op threads = Lumen's, inter-op 1,
 spinning off), the model is served by lumen.serve's application (the same ingress, protocol and
-replica code; only the engine differs) with dynamic batching on (--max-batch 8, 5 ms) and off
-(max batch 1). `--clients` concurrent clients (httpx's async client, binary tensors) send requests
-back to back for `--seconds`; printed: requests/s, p50/p99 latency, the mean batch size the
+replica code; only the engine differs) with dynamic batching on (max batch 8, waiting
+--batch-timeout-ms, default 5) and off (max batch 1). `--clients` concurrent clients (httpx's
+async client, binary tensors) send requests back to back for `--seconds`; printed: requests/s, p50/p99 latency, the mean batch size the
 replica ran (from /metrics) and failed requests. One replica with all cores; the clients, the HTTP
 proxy and the replica share this machine's cores.
 """
@@ -108,18 +108,19 @@ def ort_replica_class():
     return OrtReplica
 
 
-def serve_app(engine, name, path, max_batch, threads):
+def serve_app(engine, name, path, max_batch, threads, timeout_ms=5.0):
     from ray import serve
 
     import lumen.serve
     from lumen.serve.app import Ingress
 
     if engine == "lumen":
-        return lumen.serve.application({name: path}, max_batch=max_batch, batch_timeout_ms=5.0,
-                                       num_threads=threads)
+        return lumen.serve.application({name: path}, max_batch=max_batch,
+                                       batch_timeout_ms=timeout_ms, num_threads=threads)
     model = serve.deployment(ort_replica_class(), name=f"model_{name}", num_replicas=1,
+                             max_ongoing_requests=256,
                              ray_actor_options={"num_cpus": threads}).bind(
-        name, path, max_batch, 5.0, threads, {})
+        name, path, max_batch, timeout_ms, threads, {})
     return serve.deployment(Ingress, name="ingress", ray_actor_options={"num_cpus": 0}).bind(
         {name: model}, 64 << 20)
 
@@ -169,6 +170,9 @@ def main():
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--models", default="resnet50,minilm")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--engines", default="lumen,onnxruntime")
+    parser.add_argument("--max-batch", default="8,1", help="the max batch sizes to serve with")
+    parser.add_argument("--batch-timeout-ms", type=float, default=5.0)
     args = parser.parse_args()
     import httpx
     import ray
@@ -192,9 +196,10 @@ def main():
             feeds = sample_feeds(lumen.load_onnx(path).inputs, 1, seed=1)
             body, headers = binary_request(feeds)
             url = f"http://127.0.0.1:{args.port}/v2/models/{name}/infer"
-            for max_batch in (8, 1):
-                for engine in ("lumen", "onnxruntime"):
-                    serve.run(serve_app(engine, name, path, max_batch, threads), name="load",
+            for max_batch in map(int, args.max_batch.split(",")):
+                for engine in args.engines.split(","):
+                    serve.run(serve_app(engine, name, path, max_batch, threads,
+                                        args.batch_timeout_ms), name="load",
                               route_prefix="/")
                     asyncio.run(load(url, body, headers, args.clients, 2))  # warm up
                     before = httpx.get(f"http://127.0.0.1:{args.port}/metrics").text
