@@ -132,22 +132,43 @@ def run_serve(args):
         import ray  # noqa: F401
     except ImportError as e:
         raise CommandError(f"serving needs Ray Serve: pip install 'ray[serve]' ({e})") from None
-    models = dict(args.named or [])
+    models = {}
+    if args.config:
+        try:
+            with open(args.config) as f:
+                config = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise CommandError(f"{args.config}: {e}") from None
+        if not isinstance(config, dict) or not isinstance(config.get("models"), dict):
+            raise CommandError(f'{args.config}: expected {{"models": {{NAME: PATH or '
+                               f'{{"path": PATH, ...}}}}}}')
+        base = os.path.dirname(os.path.abspath(args.config))
+        for name, entry in config["models"].items():
+            entry = {"path": entry} if isinstance(entry, str) else dict(entry)
+            if isinstance(entry.get("path"), str):  # relative to the config file
+                entry["path"] = os.path.join(base, entry["path"])
+            models[name] = entry
+    models.update(dict(args.named or []))
     if args.model:
         models.setdefault(os.path.splitext(os.path.basename(args.model))[0], args.model)
     if not models:
-        raise CommandError("no model: give MODEL or --model NAME=PATH")
-    for path in models.values():
-        _check_model_path(path)
+        raise CommandError("no model: give MODEL, --model NAME=PATH or --config FILE")
     cores = os.cpu_count() or 1
-    threads = args.threads or max(1, cores // args.replicas)
-    compile_options = {"backend": args.backend} if args.backend else {}
-    serve.serve_forever(
-        {name: os.path.abspath(path) for name, path in models.items()}, host=args.host,
-        port=args.port, address=args.address, max_body_bytes=args.max_body_mb << 20,
-        max_batch=args.max_batch, batch_timeout_ms=args.batch_timeout_ms, num_threads=threads,
-        num_replicas=args.replicas, on_ready=lambda line: print(line, flush=True),
-        **compile_options)
+    defaults = {"max_batch": args.max_batch, "batch_timeout_ms": args.batch_timeout_ms,
+                "num_threads": args.threads or max(1, cores // args.replicas),
+                "num_replicas": args.replicas, "num_gpus": args.gpus_per_replica}
+    if args.backend:
+        defaults["backend"] = args.backend
+    try:
+        specs = serve.model_specs(models, **defaults)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    for spec in specs.values():
+        _check_model_path(spec["path"])
+        spec["path"] = os.path.abspath(spec["path"])
+    serve.serve_forever(specs, host=args.host, port=args.port, address=args.address,
+                        max_body_bytes=args.max_body_mb << 20,
+                        on_ready=lambda line: print(line, flush=True))
     return 0
 
 
@@ -255,6 +276,11 @@ Exit status: 0, or 1 on an error or when the outputs disagree.""")
                        help="path to an .onnx file, served under its file name's stem")
     serve.add_argument("--model", dest="named", type=_named_model, action="append",
                        metavar="NAME=PATH", help="a model to serve under NAME (repeatable)")
+    serve.add_argument("--config", metavar="FILE",
+                       help='a JSON file {"models": {NAME: {"path": PATH, "max_batch": 16, '
+                            '"batch_timeout_ms": 2, "num_replicas": 2, "num_threads": 1, '
+                            '"num_gpus": 0, "backend": "cpu", "opt_level": 2}}}: per-model '
+                            "settings; the options below fill what an entry leaves out")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: %(default)s, loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
@@ -266,6 +292,8 @@ Exit status: 0, or 1 on an error or when the outputs disagree.""")
                        help="requests per batch at most (default: %(default)s; 1: no batching)")
     serve.add_argument("--batch-timeout-ms", type=float, default=5.0,
                        help="how long a batch waits for more requests (default: %(default)s)")
+    serve.add_argument("--gpus-per-replica", type=float, default=0,
+                       help="GPUs each replica reserves: Ray places it on a node with them")
     serve.add_argument("--backend", default="",
                        help="lumen backend (default: auto; cpu, vulkan, ... pin one)")
     serve.add_argument("--max-body-mb", type=_positive, default=64,

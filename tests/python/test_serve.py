@@ -1,5 +1,6 @@
 """lumen serve: the Open Inference Protocol codec and the batching rules alone, then end to end: a
-`lumen serve` process on loopback (a local Ray instance) serving two small models, queried with a
+`lumen serve` process on loopback (a local Ray instance) serving two small models (one given by
+--model, one by a --config file), queried with a
 real HTTP client (httpx): metadata, JSON and binary infers against a direct compile().run(), the
 4xx and 5xx answers, concurrent clients batched (seen in /metrics), and a graceful stop."""
 
@@ -127,6 +128,19 @@ def test_batching_groups_requests_that_agree_and_splits_results_back():
     assert batching.split([np.zeros(2)], [1, 2]) is None  # an output without the batch
 
 
+def test_model_specs_fill_defaults_and_name_unknown_keys():
+    from lumen.serve import model_specs
+
+    specs = model_specs({"a": "a.onnx", "b": {"path": "b.onnx", "max_batch": 2}}, max_batch=8,
+                        num_threads=1)
+    assert specs == {"a": {"path": "a.onnx", "max_batch": 8, "num_threads": 1},
+                     "b": {"path": "b.onnx", "max_batch": 2, "num_threads": 1}}
+    with pytest.raises(ValueError, match="model 'b': unknown keys batch; allowed: path, max_batch"):
+        model_specs({"b": {"path": "b.onnx", "batch": 2}})
+    with pytest.raises(ValueError, match="model 'c': no path"):
+        model_specs({"c": {"max_batch": 2}})
+
+
 def test_deployment_is_a_ray_serve_application_to_compose(tmp_path):
     pytest.importorskip("ray.serve")
     from ray.serve import Application
@@ -155,6 +169,9 @@ def server(tmp_path_factory):
     dense, failing = str(tmp / "dense.onnx"), str(tmp / "failing.onnx")
     dense_model(dense)
     failing_model(failing)
+    config = tmp / "models.json"  # per-model settings, a path relative to the file
+    config.write_text(json.dumps({"models": {"failing": {"path": "failing.onnx",
+                                                         "max_batch": 1, "num_threads": 1}}}))
     port = free_port()
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(lumen.__file__))
@@ -163,8 +180,8 @@ def server(tmp_path_factory):
     env.pop("RAY_ADDRESS", None)
     log = open(tmp / "serve.log", "w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lumen", "serve", "--model", f"dense={dense}", "--model",
-         f"failing={failing}", "--port", str(port), "--max-batch", "16", "--batch-timeout-ms",
+        [sys.executable, "-m", "lumen", "serve", "--model", f"dense={dense}", "--config",
+         str(config), "--port", str(port), "--max-batch", "16", "--batch-timeout-ms",
          "20", "--threads", "1", "--max-body-mb", "1"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -15,20 +15,30 @@ import os
 __all__ = ["deployment", "application", "serve_forever"]
 
 
-def _replica_options(num_replicas, num_threads, ray_actor_options):
+# What a model's entry in a config file (lumen serve --config) may set, besides "path".
+MODEL_KEYS = ("max_batch", "batch_timeout_ms", "num_threads", "num_replicas", "num_gpus",
+              "backend", "opt_level")
+
+
+def _replica_options(num_replicas, num_threads, num_gpus, ray_actor_options):
     options = dict(ray_actor_options or {})
-    # Ray reserves a CPU per replica by default; a replica using several threads says so.
+    # Ray reserves a CPU per replica by default; a replica using several threads says so, and one
+    # on a GPU asks for it (Ray places it on a node that has one).
     options.setdefault("num_cpus", max(1, num_threads) if num_threads else 1)
+    if num_gpus:
+        options.setdefault("num_gpus", num_gpus)
     return {"num_replicas": num_replicas, "ray_actor_options": options,
             "max_ongoing_requests": 256}
 
 
 def deployment(path, *, name=None, max_batch=8, batch_timeout_ms=5.0, num_threads=0,
-               num_replicas=1, ray_actor_options=None, **compile_options):
+               num_replicas=1, num_gpus=0, ray_actor_options=None, **compile_options):
     """A Ray Serve application (a bound deployment) serving the ONNX model at `path`, compiled in
     each replica with ``compile(num_threads=num_threads, **compile_options)``. `max_batch`
     requests arriving within `batch_timeout_ms` run as one batch (models whose inputs all have a
-    symbolic first dim; others run one request at a time). Pass it to ``serve.run`` or bind it
+    symbolic first dim; others run one request at a time). `num_gpus`: GPUs each replica reserves
+    (with backend="cuda" or "vulkan": Ray places replicas on nodes with GPUs). Pass it to
+    ``serve.run`` or bind it
     into another deployment, whose handle's ``infer.remote(feeds)`` returns ``{"outputs": [arrays],
     "batch": size, ...}`` or ``{"error": message}``; ``metadata.remote()`` gives the inputs and
     outputs."""
@@ -37,20 +47,37 @@ def deployment(path, *, name=None, max_batch=8, batch_timeout_ms=5.0, num_thread
     from .app import ModelReplica
 
     name = name or os.path.splitext(os.path.basename(path))[0]
-    options = _replica_options(num_replicas, num_threads, ray_actor_options)
+    options = _replica_options(num_replicas, num_threads, num_gpus, ray_actor_options)
     return serve.deployment(ModelReplica, name=f"model_{name}", **options).bind(
         name, os.path.abspath(path), max_batch, batch_timeout_ms, num_threads, compile_options)
 
 
+def model_specs(models, **defaults):
+    """name -> ONNX path, or -> {"path": ..., and any of MODEL_KEYS}: name -> the keyword
+    arguments of deployment() for it, `defaults` filling what an entry leaves out."""
+    specs = {}
+    for name, entry in models.items():
+        entry = {"path": entry} if isinstance(entry, str) else dict(entry)
+        unknown = sorted(set(entry) - {"path", *MODEL_KEYS})
+        if unknown or "path" not in entry:
+            raise ValueError(f"model '{name}': " + (f"unknown keys {', '.join(unknown)}; allowed: "
+                                                    f"path, {', '.join(MODEL_KEYS)}" if unknown
+                                                    else "no path"))
+        specs[name] = {**defaults, **entry}
+    return specs
+
+
 def application(models, *, max_body_bytes=64 << 20, **model_options):
-    """The HTTP application for `models` (name -> ONNX path): an ingress and a deployment per
-    model, each made by deployment(path, name=name, **model_options)."""
+    """The HTTP application for `models` (see model_specs): an ingress and a deployment per
+    model, each made by deployment(path, name=name, **options)."""
     from ray import serve
 
     from .app import Ingress
 
-    handles = {name: deployment(path, name=name, **model_options) for name, path in
-               models.items()}
+    handles = {}
+    for name, spec in model_specs(models, **model_options).items():
+        spec = dict(spec)
+        handles[name] = deployment(spec.pop("path"), name=name, **spec)
     # The ingress only parses and forwards (async): it reserves no CPU of the replicas'.
     return serve.deployment(Ingress, name="ingress", max_ongoing_requests=1024,
                             ray_actor_options={"num_cpus": 0}).bind(handles, max_body_bytes)
@@ -79,8 +106,10 @@ def serve_forever(models, *, host="127.0.0.1", port=8000, address=None, on_ready
         os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
         # A local instance on loopback, with as many CPUs as the replicas reserve (each its
         # threads) when that is more than the cores: the user chose to oversubscribe.
-        threads = options.get("num_threads") or 1
-        wanted = len(models) * options.get("num_replicas", 1) * threads
+        option_keys = set(options) & set(MODEL_KEYS)
+        specs = model_specs(models, **{k: options[k] for k in option_keys})
+        wanted = sum((s.get("num_threads") or 1) * s.get("num_replicas", 1)
+                     for s in specs.values())
         ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, logging_level="ERROR",
                  num_cpus=max(os.cpu_count() or 1, wanted))
     stop = threading.Event()
