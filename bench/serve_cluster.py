@@ -57,7 +57,7 @@ def main():
 
     import lumen
     import models as suite
-    from serve_load import binary_request, sample_feeds, with_symbolic_batch
+    from serve_load import binary_request, post_ok, sample_feeds, with_symbolic_batch
 
     tmp = tempfile.mkdtemp(prefix="lumen_cluster_")
     model = os.path.join(tmp, "minilm.onnx")
@@ -111,12 +111,8 @@ def main():
                 body, headers = bodies[i % len(bodies)]
                 stats["sent"] += 1
                 for attempt in range(11):
-                    try:
-                        r = await c.post(url, content=body, headers=headers)
-                        ok = r.status_code == 200
-                    except httpx.HTTPError:
-                        ok = False
-                    if ok:
+                    r = await post_ok(c, url, body, headers)
+                    if r:
                         n = int(r.headers["inference-header-content-length"])
                         got = np.frombuffer(r.content[n:], np.float32).reshape(wants[0].shape)
                         if not np.allclose(got, wants[i % len(bodies)], rtol=1e-4, atol=1e-4):

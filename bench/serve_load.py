@@ -125,6 +125,17 @@ def serve_app(engine, name, path, max_batch, threads, timeout_ms=5.0):
         {name: model}, 64 << 20)
 
 
+async def post_ok(client, url, body, headers):
+    """The response to one request, or None where it failed (an error status, or no answer)."""
+    import httpx
+
+    try:
+        r = await client.post(url, content=body, headers=headers)
+    except httpx.HTTPError:
+        return None
+    return r if r.status_code == 200 else None
+
+
 async def load(url, body, headers, clients, seconds):
     import httpx
 
@@ -135,12 +146,7 @@ async def load(url, body, headers, clients, seconds):
         nonlocal failures
         while time.perf_counter() < deadline:
             start = time.perf_counter()
-            try:
-                r = await c.post(url, content=body, headers=headers)
-                ok = r.status_code == 200
-            except httpx.HTTPError:
-                ok = False
-            if ok:
+            if await post_ok(c, url, body, headers):
                 latencies.append(time.perf_counter() - start)
             else:
                 failures += 1
