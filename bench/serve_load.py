@@ -24,30 +24,16 @@ import time
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
 def with_symbolic_batch(src, dst):
-    """`src` with dim 0 of its inputs and outputs named "batch" and Reshape shapes that fix the
-    batch at 1 copying it instead (0), as an exporter with a dynamic batch writes them."""
-    model = onnx.load(src)
-    graph = model.graph
-    for value in list(graph.input) + list(graph.output):
-        dims = value.type.tensor_type.shape.dim
-        if dims:
-            dims[0].Clear()
-            dims[0].dim_param = "batch"
-    shapes = {n.input[1] for n in graph.node if n.op_type == "Reshape"}
-    for init in graph.initializer:
-        if init.name in shapes:
-            v = numpy_helper.to_array(init)
-            if v.ndim == 1 and len(v) > 1 and v[0] == 1:
-                init.CopyFrom(numpy_helper.from_array(np.concatenate([[0], v[1:]]), init.name))
-    del graph.value_info[:]
-    onnx.save(model, dst)
+    """`src` with a symbolic batch dim (lumen.serve.batching.with_symbolic_batch), saved at dst."""
+    from lumen.serve.batching import with_symbolic_batch as symbolic
+
+    onnx.save(symbolic(onnx.load(src)), dst)
 
 
 def check_batches(path):

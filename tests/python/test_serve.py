@@ -128,6 +128,46 @@ def test_batching_groups_requests_that_agree_and_splits_results_back():
     assert batching.split([np.zeros(2)], [1, 2]) is None  # an output without the batch
 
 
+def fixed_batch_model(path, hidden_batch=False):
+    """x [1, 16] -> [1, 4, 4] -> sums of rows [1, 4]. The Reshape's shape fixes the batch at 1 (a
+    variant copies it instead); with `hidden_batch`, the graph drops the batch dim and adds it back
+    (Reshape to [4, 4], Unsqueeze), which no rewrite of input dims can make batch."""
+    shape = [4, 4] if hidden_batch else [1, 4, 4]
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("ReduceSum", ["r", "axes"], ["s"], keepdims=0)]
+    inits = [numpy_helper.from_array(np.array(shape, np.int64), "shape"),
+             numpy_helper.from_array(np.array([len(shape) - 1], np.int64), "axes")]
+    if hidden_batch:
+        nodes.append(helper.make_node("Unsqueeze", ["s", "zero"], ["y"]))
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), "zero"))
+    else:
+        nodes.append(helper.make_node("Identity", ["s"], ["y"]))
+    graph = helper.make_graph(nodes, "fixed",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_a_model_exported_with_a_batch_of_one_batches_through_a_checked_variant(tmp_path):
+    from lumen.serve import batching
+
+    for hidden, batches in ((False, True), (True, False)):
+        path = str(tmp_path / f"fixed{hidden}.onnx")
+        fixed_batch_model(path, hidden_batch=hidden)
+        model = lumen.load_onnx(path)
+        compiled = model.compile()
+        variant = batching.symbolic_batch_variant(path, model.inputs, compiled,
+                                                  lambda m: m.compile())
+        assert (variant is not None) == batches, hidden
+        if variant:
+            batched_model, batched = variant
+            assert batching.batchable(batched_model.inputs)
+            x = np.random.default_rng(3).standard_normal((5, 16)).astype(np.float32)
+            np.testing.assert_allclose(batched.run({"x": x})[0],
+                                       x.reshape(5, 4, 4).sum(axis=2), rtol=1e-5, atol=1e-5)
+
+
 def test_model_specs_fill_defaults_and_name_unknown_keys():
     from lumen.serve import model_specs
 

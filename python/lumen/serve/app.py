@@ -25,12 +25,20 @@ class ModelReplica:
 
         model = lumen.load_onnx(path)
         self.name = name
-        self.inputs, self.outputs = model.inputs, model.outputs
-        self.max_batch = max(1, int(max_batch)) if batching.batchable(self.inputs) else 1
         options = dict(compile_options or {})
         # A plan per batch size a batch may have (Lumen plans each input-shape signature).
-        options.setdefault("shape_cache_capacity", max(8, self.max_batch + 1))
+        options.setdefault("shape_cache_capacity", max(8, int(max_batch) + 1))
         self.compiled = self._compile(model, path, num_threads, options)
+        if max_batch > 1 and not batching.batchable(model.inputs):
+            # Exported with a batch of 1: a variant with a symbolic batch dim, where it gives the
+            # same answers.
+            variant = batching.symbolic_batch_variant(
+                path, model.inputs, self.compiled,
+                lambda m: self._compile(m, path, num_threads, options))
+            if variant:
+                model, self.compiled = variant
+        self.inputs, self.outputs = model.inputs, model.outputs
+        self.max_batch = max(1, int(max_batch)) if batching.batchable(self.inputs) else 1
         self._batch.set_max_batch_size(self.max_batch)
         self._batch.set_batch_wait_timeout_s(max(0.0, batch_timeout_ms) / 1000)
         self._warm_up()

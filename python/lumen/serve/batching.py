@@ -3,9 +3,10 @@ dimension, run once, and the outputs split back per request. Pure NumPy; the rep
 (lumen.serve.app) collects the requests with Ray Serve's @serve.batch.
 
 A model batches when every input's first dim is symbolic (the batch dim of an export with a
-dynamic batch). Requests join one run when their inputs agree in everything but that dim; a
-request whose inputs disagree on their batch size, or a model whose outputs do not all carry the
-batch, runs alone."""
+dynamic batch). A model exported with a batch of 1 gets a variant whose batch dim is symbolic
+(symbolic_batch_variant), used only when it answers a batch as the original answers each item.
+Requests join one run when their inputs agree in everything but that dim; a request whose inputs
+disagree on their batch size, or a model whose outputs do not all carry the batch, runs alone."""
 
 import numpy as np
 
@@ -61,3 +62,65 @@ def split(outputs, sizes):
         return None
     bounds = np.cumsum([0] + list(sizes))
     return [[o[bounds[k]:bounds[k + 1]] for o in outputs] for k in range(len(sizes))]
+
+
+def with_symbolic_batch(model):
+    """An onnx.ModelProto like `model` (a copy) whose inputs' and outputs' dim 0 is named "batch"
+    and whose Reshape shapes that fix the batch at 1 copy it instead (0), as an exporter with a
+    dynamic batch writes them."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    for value in list(graph.input) + list(graph.output):
+        dims = value.type.tensor_type.shape.dim
+        if dims:
+            dims[0].Clear()
+            dims[0].dim_param = "batch"
+    shapes = {n.input[1] for n in graph.node if n.op_type == "Reshape" and len(n.input) > 1}
+    for init in graph.initializer:
+        if init.name in shapes:
+            v = numpy_helper.to_array(init)
+            if v.ndim == 1 and len(v) > 1 and v[0] == 1:
+                init.CopyFrom(numpy_helper.from_array(np.concatenate([[0], v[1:]]), init.name))
+    del graph.value_info[:]
+    return model
+
+
+def _sample(inputs, batch, rng):
+    feeds = {}
+    for i in inputs:
+        shape = [batch, *i["shape"][1:]]
+        if i["dtype"].startswith(("float", "bfloat")):
+            feeds[i["name"]] = rng.standard_normal(shape).astype(i["dtype"])
+        else:  # ids, indices, masks: zeros are valid for all of them
+            feeds[i["name"]] = np.zeros(shape, i["dtype"])
+    return feeds
+
+
+def symbolic_batch_variant(path, inputs, compiled, compile_fn):
+    """For a model at `path` whose `inputs` all have a fixed batch of 1 (`compiled` runs it):
+    (model, compiled) of its variant with a symbolic batch dim, compiled by `compile_fn(model)`,
+    when the variant runs a batch of 3 as `compiled` runs each item (otherwise, or without the onnx
+    package, None: the model's graph fixes more than its inputs' dims)."""
+    import lumen
+
+    if not inputs or not all(i["shape"] and i["shape"][0] == 1 and
+                             all(isinstance(d, int) for d in i["shape"]) for i in inputs):
+        return None
+    try:
+        import onnx
+
+        variant = lumen.load_onnx(with_symbolic_batch(onnx.load(path)).SerializeToString())
+        batched = compile_fn(variant)
+        feeds = _sample(inputs, 3, np.random.default_rng(0))
+        together = batched.run(feeds)
+        alone = [compiled.run({k: v[i:i + 1] for k, v in feeds.items()}) for i in range(3)]
+        for o, out in enumerate(together):
+            want = np.concatenate([a[o] for a in alone])
+            if out.shape != want.shape or not np.allclose(out, want, rtol=1e-4, atol=1e-5):
+                return None
+    except Exception:  # noqa: BLE001 - any failure: the model runs unbatched, as exported
+        return None
+    return variant, batched
