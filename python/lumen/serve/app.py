@@ -1,6 +1,6 @@
-"""The Ray Serve deployments behind `lumen serve`: a replica per compiled model (ModelReplica,
-dynamic batching through Ray Serve's @serve.batch) and one HTTP ingress (FastAPI) speaking the
-Open Inference Protocol v2 and exposing /metrics."""
+"""The Ray Serve deployments behind `lumen serve`: a replica per compiled model (ModelReplica, with
+its own dynamic batcher) and one HTTP ingress (FastAPI) speaking the Open Inference Protocol v2 and
+exposing /metrics."""
 
 import asyncio
 import time
@@ -39,8 +39,8 @@ class ModelReplica:
                 model, self.compiled = variant
         self.inputs, self.outputs = model.inputs, model.outputs
         self.max_batch = max(1, int(max_batch)) if batching.batchable(self.inputs) else 1
-        self._batch.set_max_batch_size(self.max_batch)
-        self._batch.set_batch_wait_timeout_s(max(0.0, batch_timeout_ms) / 1000)
+        self._timeout = max(0.0, batch_timeout_ms) / 1000
+        self._queue = None
         self._warm_up()
 
     def _compile(self, model, path, num_threads, compile_options):
@@ -68,13 +68,42 @@ class ModelReplica:
         return {"inputs": self.inputs, "outputs": self.outputs, "max_batch": self.max_batch}
 
     async def infer(self, feeds):
-        return await self._batch((time.perf_counter(), feeds))
+        loop = asyncio.get_running_loop()
+        if self._queue is None:  # made on the loop requests arrive on
+            self._queue = asyncio.Queue()
+            self._consumer = loop.create_task(self._batches())
+        future = loop.create_future()
+        self._queue.put_nowait((time.perf_counter(), feeds, future))
+        return await future
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
-    async def _batch(self, items):
-        # The runs block (the GIL is released while Lumen runs): off the replica's event loop,
-        # which goes on queueing the next requests.
-        return await asyncio.to_thread(self._run_items, items)
+    # The batcher: the first waiting request starts a batch, which takes every request queued
+    # meanwhile and those arriving within the timeout, up to max_batch; the next batch starts when
+    # this one has run, with everything that queued during the run. (Ray Serve's @serve.batch was
+    # measured here first: under load it ran batches of 1.6 requests while requests waited 1.4 s
+    # in the replica; this one runs full batches.)
+    async def _batches(self):
+        while True:
+            items = [await self._queue.get()]
+            deadline = time.perf_counter() + self._timeout
+            while len(items) < self.max_batch:
+                if not self._queue.empty():
+                    items.append(self._queue.get_nowait())
+                    continue
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    break
+                try:
+                    items.append(await asyncio.wait_for(self._queue.get(), remaining))
+                except asyncio.TimeoutError:
+                    break
+            try:
+                # Off the event loop (Lumen releases the GIL while it runs): requests go on queueing.
+                results = await asyncio.to_thread(self._run_items, [(t, f) for t, f, _ in items])
+            except Exception as e:  # noqa: BLE001 - a bug here must not leave requests hanging
+                results = [{"error": f"{type(e).__name__}: {e}"}] * len(items)
+            for (_, _, future), result in zip(items, results):
+                if not future.done():  # a request whose client went away is cancelled
+                    future.set_result(result)
 
     def _run_items(self, items):
         requests = [feeds for _, feeds in items]

@@ -1,6 +1,6 @@
 """Dynamic batching: requests for one model that arrive together are concatenated along the batch
 dimension, run once, and the outputs split back per request. Pure NumPy; the replica
-(lumen.serve.app) collects the requests with Ray Serve's @serve.batch.
+(lumen.serve.app) collects the requests.
 
 A model batches when every input's first dim is symbolic (the batch dim of an export with a
 dynamic batch). A model exported with a batch of 1 gets a variant whose batch dim is symbolic
