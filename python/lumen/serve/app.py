@@ -125,7 +125,10 @@ class ModelReplica:
                 if isinstance(parts[k], str):
                     results[i] = {"error": parts[k]}
                 else:
-                    results[i] = {"outputs": [p.copy() for p in parts[k]], "batch": len(group),
+                    # Copies: a slice of a batch's output (or a view of Lumen's memory) would
+                    # carry all of it along to the ingress.
+                    outputs = [p.copy() if isinstance(p, np.ndarray) else p for p in parts[k]]
+                    results[i] = {"outputs": outputs, "batch": len(group),
                                   "leader": k == 0, "queue_s": start - items[i][0],
                                   "run_s": run_s}
         return results
@@ -211,7 +214,12 @@ class Ingress:
         except protocol.RequestError as e:
             self.metrics.answered(name, e.status, time.perf_counter() - start, "bad_request")
             return _error(e.status, str(e))
-        result = await self.handles[name].infer.remote(feeds)
+        try:
+            result = await self.handles[name].infer.remote(feeds)
+        except Exception as e:  # noqa: BLE001 - a replica lost mid-request: retrying is safe
+            self.metrics.answered(name, 503, time.perf_counter() - start, "replica")
+            return _error(503, f"model '{name}': the replica running the request was lost "
+                               f"({type(e).__name__}); retry")
         if "error" in result:
             self.metrics.answered(name, 500, time.perf_counter() - start, "run")
             return _error(500, f"model '{name}' failed: {result['error']}")
