@@ -91,14 +91,19 @@ void copy_step(const ExecutionStep &step, const Tensor &src, Tensor &dst, Device
     engine.copy(dst, src, stream);
 }
 
-// The inputs in the memory the plan reads them in (CompileOptions::input_device): a tensor given
-// elsewhere is copied there first; those already there are passed as they are.
+// Whether input `t` is in other memory than `space`'s, where the plan reads inputs
+// (CompileOptions::input_device; null: host memory). Sequences and optionals are host objects.
+bool elsewhere(const Tensor &t, const Backend *space) {
+  return t.defined() && !is_container(t.dtype()) &&
+         t.device() != (space ? space->device() : kHostDevice);
+}
+
+// The inputs in the memory the plan reads them in: a tensor given elsewhere is copied there
+// first; those already there are passed as they are.
 std::vector<Tensor> inputs_where_read(const std::vector<Tensor> &inputs, Backend *space) {
-  const Device want = space ? space->device() : kHostDevice;
   std::vector<Tensor> out = inputs;
   for (Tensor &t : out)
-    if (t.defined() && !is_container(t.dtype()) && t.device() != want)
-      t = transfer(t, space ? *space : host_backend());
+    if (elsewhere(t, space)) t = transfer(t, space ? *space : host_backend());
   return out;
 }
 
@@ -127,12 +132,10 @@ std::vector<Tensor> Executable::execute(const std::vector<Tensor> &inputs,
       fail("input '", p.inputs[i].name, "': a tensor in ", inputs[i].device().to_string(),
            " memory must be contiguous");
   }
-  const Device want = p.input_backend ? p.input_backend->device() : kHostDevice;
-  const bool elsewhere = std::any_of(inputs.begin(), inputs.end(), [&](const Tensor &t) {
-    return t.defined() && !is_container(t.dtype()) && t.device() != want;
-  });
+  const bool move = std::any_of(inputs.begin(), inputs.end(),
+                                [&](const Tensor &t) { return elsewhere(t, p.input_backend); });
   std::vector<Tensor> outputs =
-      elsewhere ? p.run(inputs_where_read(inputs, p.input_backend), timer) : p.run(inputs, timer);
+      move ? p.run(inputs_where_read(inputs, p.input_backend), timer) : p.run(inputs, timer);
   timer.finish();
   if (timed) impl_->adaptive->observe(p, *profile);
   return outputs;

@@ -49,19 +49,18 @@ class ModelReplica:
         return model.compile(num_threads=num_threads, **compile_options)
 
     def _warm_up(self):
-        """Runs each batch size up to 16 twice on zeros, where every other dim is known: the
-        plans for them are made before the first request, not during it."""
-        dims = [i["shape"][1:] if i["shape"] else None for i in self.inputs]
-        if not self.inputs or any(d is None or not all(isinstance(n, int) for n in d)
-                                  for d in dims):
+        """Runs each batch size up to 16 twice on sample inputs, where every other dim is known:
+        the plans for them are made before the first request, not during it."""
+        if not self.inputs or any(not i["shape"] or not all(isinstance(n, int) for n in
+                                                            i["shape"][1:]) for i in self.inputs):
             return
+        rng = np.random.default_rng(0)
         try:
             for size in range(1, min(self.max_batch, 16) + 1):
-                feeds = {i["name"]: np.zeros([size, *d], dtype=i["dtype"])
-                         for i, d in zip(self.inputs, dims)}
+                feeds = batching.sample_feeds(self.inputs, size, rng)
                 for _ in range(2):
                     self.compiled.run(feeds)
-        except Exception:  # noqa: BLE001 - zeros may be invalid input: requests will tell
+        except Exception:  # noqa: BLE001 - samples may be invalid input: requests will tell
             return
 
     def metadata(self):

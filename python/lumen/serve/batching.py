@@ -88,7 +88,9 @@ def with_symbolic_batch(model):
     return model
 
 
-def _sample(inputs, batch, rng):
+def sample_feeds(inputs, batch, rng):
+    """Feeds of `batch` items for `inputs` whose dims after the first are numbers: floats from
+    `rng`, zeros for integer and bool inputs (valid ids, indices and masks)."""
     feeds = {}
     for i in inputs:
         shape = [batch, *i["shape"][1:]]
@@ -114,7 +116,7 @@ def symbolic_batch_variant(path, inputs, compiled, compile_fn):
 
         variant = lumen.load_onnx(with_symbolic_batch(onnx.load(path)).SerializeToString())
         batched = compile_fn(variant)
-        feeds = _sample(inputs, 3, np.random.default_rng(0))
+        feeds = sample_feeds(inputs, 3, np.random.default_rng(0))
         together = batched.run(feeds)
         alone = [compiled.run({k: v[i:i + 1] for k, v in feeds.items()}) for i in range(3)]
         for o, out in enumerate(together):

@@ -81,16 +81,12 @@ class VulkanBackend final : public Backend {
       (*s).retain(std::move(staging));
       return;
     }
-    (*s).synchronize();  // the work that makes the source has run
     if (d.mapped) {
+      (*s).synchronize();  // the work that makes the source has run
       std::memcpy(dst.raw_data(), static_cast<const std::byte *>(d.mapped) + d.offset, bytes);
       return;
     }
-    const std::shared_ptr<Buffer> staging = allocate_staging(bytes);
-    const Resolved st = resolve_staging(staging->data());
-    (*s).copy_buffer(d.buffer, d.offset, st.buffer, st.offset, bytes);
-    (*s).synchronize();
-    std::memcpy(dst.raw_data(), static_cast<const std::byte *>(st.mapped) + st.offset, bytes);
+    copy_async(dst, src, &*s)->wait();  // through a staging block, as below
   }
 
   // A copy to the host on the executor's stream: recorded into a staging block and submitted with
