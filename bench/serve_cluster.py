@@ -4,7 +4,8 @@
 
 1. `ray start --head` and `ray start --address` (a worker node) on loopback, one CPU each.
 2. `lumen serve MODEL --address HEAD --replicas 2 --threads 1`: Ray Serve places one replica on
-   each node (checked through Ray's state API).
+   each node (checked through Ray's state API). The model file is then moved away, so the
+   replica replacing a killed one loads the copy shipped through Ray's object store.
 3. Clients send requests for `--seconds`; a third of the way in, one replica's process is killed
    (SIGKILL). Printed: the requests that failed, the time until Ray Serve had two healthy replicas
    again, and, for clients that retry a failed request (inference is idempotent) up to 10 times,
@@ -96,8 +97,12 @@ def main():
             time.sleep(1)
         placed = replicas("minilm")
         print(f"replicas: {len(placed)} on {len({a.node_id for a in placed})} nodes", flush=True)
+        # The model leaves its path: the replica replacing the killed one loads the copy that
+        # `lumen serve` shipped through Ray's object store, as on a node without the file.
+        moved = os.path.join(tmp, "elsewhere.onnx")
+        os.rename(model, moved)
 
-        compiled = lumen.load_onnx(model).compile(num_threads=1)
+        compiled = lumen.load_onnx(moved).compile(num_threads=1)
         inputs = [sample_feeds(compiled.inputs, 1, seed=s) for s in range(8)]
         wants = [compiled.run(f)[0] for f in inputs]
         bodies = [binary_request(f) for f in inputs]

@@ -127,11 +127,13 @@ def _named_model(text):
 
 
 def run_serve(args):
-    try:
-        from . import serve
-        import ray  # noqa: F401
-    except ImportError as e:
-        raise CommandError(f"serving needs Ray Serve: pip install 'ray[serve]' ({e})") from None
+    import importlib.util
+
+    from . import serve
+
+    # Found, not imported: serve_forever sets Ray's authentication up before Ray is imported.
+    if importlib.util.find_spec("ray") is None:
+        raise CommandError("serving needs Ray Serve: pip install 'ray[serve]'")
     models = {}
     if args.config:
         try:

@@ -193,6 +193,38 @@ def test_deployment_is_a_ray_serve_application_to_compose(tmp_path):
     assert isinstance(lumen.serve.application({"dense": path}), Application)
 
 
+def test_a_model_travels_with_its_external_data_to_nodes_without_its_path(tmp_path):
+    from lumen.serve import shipping
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    path = str(folder / "dense.onnx")
+    dense_model(path)
+    import onnx
+
+    onnx.save_model(onnx.load(path), path, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="dense.weights", size_threshold=0)
+    assert shipping.external_files(path) == ["dense.weights"]
+    package = shipping.model_package(path)
+    assert sorted(package["files"]) == ["dense.onnx", "dense.weights"]
+    x = np.random.default_rng(1).standard_normal((3, 16)).astype(np.float32)
+    want = lumen.load_onnx(path).compile().run({"x": x})[0]
+    # A node with the same files loads them in place.
+    assert shipping.local_model(path, package) == (path, None)
+    # A node without them (or with other contents) loads a temporary copy of the package.
+    os.remove(folder / "dense.weights")
+    local, copy = shipping.local_model(path, package)
+    assert copy is not None and local != path
+    got = lumen.load_onnx(local).compile().run({"x": x})[0]
+    copy.cleanup()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # A package naming a file outside the model's folder is refused.
+    package["files"]["../evil"] = b""
+    package["digest"] = "other"
+    with pytest.raises(ValueError, match="outside the model's folder"):
+        shipping.local_model(path, package)
+
+
 # --- End to end ------------------------------------------------------------------------------
 
 def free_port():

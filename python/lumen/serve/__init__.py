@@ -32,7 +32,8 @@ def _replica_options(num_replicas, num_threads, num_gpus, ray_actor_options):
 
 
 def deployment(path, *, name=None, max_batch=8, batch_timeout_ms=5.0, num_threads=0,
-               num_replicas=1, num_gpus=0, ray_actor_options=None, **compile_options):
+               num_replicas=1, num_gpus=0, ray_actor_options=None, ship_model=None,
+               **compile_options):
     """A Ray Serve application (a bound deployment) serving the ONNX model at `path`, compiled in
     each replica with ``compile(num_threads=num_threads, **compile_options)``. `max_batch`
     requests arriving within `batch_timeout_ms` run as one batch (models whose inputs all have a
@@ -41,15 +42,27 @@ def deployment(path, *, name=None, max_batch=8, batch_timeout_ms=5.0, num_thread
     ``serve.run`` or bind it
     into another deployment, whose handle's ``infer.remote(feeds)`` returns ``{"outputs": [arrays],
     "batch": size, ...}`` or ``{"error": message}``; ``metadata.remote()`` gives the inputs and
-    outputs."""
+    outputs.
+
+    `ship_model`: whether the model's files (with external data) go to the replicas through Ray's
+    object store, for nodes that do not have `path` (they load a temporary copy); None: when Ray
+    is initialized already (`lumen serve` ships). The process calling this owns the copy: Ray
+    keeps it while that process lives."""
+    import ray
     from ray import serve
 
     from .app import ModelReplica
+    from .shipping import model_package
 
     name = name or os.path.splitext(os.path.basename(path))[0]
     options = _replica_options(num_replicas, num_threads, num_gpus, ray_actor_options)
+    if ship_model is None:
+        ship_model = ray.is_initialized()
+    # In a list: the replica gets the reference and fetches the files itself.
+    shipped = [ray.put(model_package(path))] if ship_model else None
     return serve.deployment(ModelReplica, name=f"model_{name}", **options).bind(
-        name, os.path.abspath(path), max_batch, batch_timeout_ms, num_threads, compile_options)
+        name, os.path.abspath(path), max_batch, batch_timeout_ms, num_threads, compile_options,
+        shipped)
 
 
 def model_specs(models, **defaults):
@@ -89,12 +102,21 @@ def serve_forever(models, *, host="127.0.0.1", port=8000, address=None, on_ready
     cluster), serves `models` on host:port until SIGINT or SIGTERM, then shuts down gracefully:
     requests under way are answered first."""
     import signal
+    import sys
     import threading
 
+    address = address or os.environ.get("RAY_ADDRESS")
+    if not address and "ray" not in sys.modules and not os.environ.get("RAY_AUTH_MODE"):
+        # Ray's own processes listen beyond loopback (GCS, raylet, workers, agents): the local
+        # instance refuses every process without this random token (Ray reads it on import; the
+        # processes it starts inherit it).
+        import secrets
+
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     import ray
     from ray import serve
 
-    address = address or os.environ.get("RAY_ADDRESS")
     if address:
         # A cluster on loopback (nodes started with --node-ip-address=127.0.0.1) is joined from
         # loopback too; Ray would otherwise look for it at this machine's network address.

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from ray import serve
 
-from . import batching, protocol
+from . import batching, protocol, shipping
 from .metrics import ServeMetrics
 
 
@@ -20,7 +20,20 @@ class ModelReplica:
     "run_s"} or {"error": message}; requests arriving within the batch timeout run together."""
 
     def __init__(self, name, path, max_batch=8, batch_timeout_ms=5.0, num_threads=0,
-                 compile_options=None):
+                 compile_options=None, shipped=None):
+        import ray
+
+        package = ray.get(shipped[0]) if shipped else None
+        path, copy = shipping.local_model(path, package)
+        del package
+        try:
+            self._load(name, path, max_batch, batch_timeout_ms, num_threads, compile_options)
+        finally:
+            if copy is not None:  # the model is in memory now
+                copy.cleanup()
+        self._warm_up()
+
+    def _load(self, name, path, max_batch, batch_timeout_ms, num_threads, compile_options):
         import lumen
 
         model = lumen.load_onnx(path)
@@ -41,7 +54,6 @@ class ModelReplica:
         self.max_batch = max(1, int(max_batch)) if batching.batchable(self.inputs) else 1
         self._timeout = max(0.0, batch_timeout_ms) / 1000
         self._queue = None
-        self._warm_up()
 
     def _compile(self, model, path, num_threads, compile_options):
         """What runs the requests: run(feeds) -> list of arrays (an engine to compare against
