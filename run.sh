@@ -100,7 +100,7 @@ sanitized_clang_tests() {
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DLUMEN_SANITIZE="$sanitizers" -DLUMEN_WERROR=ON -DLUMEN_FUZZ=$fuzz \
-    -DPython_EXECUTABLE="$PY" -DLUMEN_BUILD_PYTHON=OFF -DLUMEN_BUILD_EXAMPLES=OFF \
+    -DPython_EXECUTABLE="$PY" -DLUMEN_BUILD_PYTHON=OFF -DLUMEN_BUILD_EXAMPLES=OFF -DLUMEN_WITH_CUDA=OFF \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" --parallel --target lumen_tests
   log "C++ tests, clang build with -fsanitize=$sanitizers"

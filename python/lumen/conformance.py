@@ -168,13 +168,28 @@ def run_case(case, backend, opt_level):
         return "failed", f"{type(e).__name__}: {e}"
 
 
+def _check_backend(backend):
+    """Exits naming the reason where `backend` cannot run here (not built, no device), instead of
+    counting every case as failed."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "probe", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    try:
+        lumen.load_onnx(helper.make_model(graph)).compile(backend=backend)
+    except lumen.Error as e:
+        if "not available" in str(e) or "unknown backend" in str(e):
+            sys.exit(f"--backend {backend}: {e}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m lumen.conformance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--filter", help="only tests whose name matches this regular expression")
     p.add_argument("--json", help="write every test's status and message to this file")
     p.add_argument("--expect", help="file listing tests that must pass (one name per line)")
-    p.add_argument("--backend", default="", help="force one backend (cpu, reference)")
+    p.add_argument("--backend", default="", help="force one backend (cpu, vulkan, cuda, reference)")
     p.add_argument("--opt-level", type=int, default=2)
     p.add_argument("--also-opt-level", type=int, default=None,
                    help="run every case at this level too; fail when the two levels disagree "
@@ -185,6 +200,8 @@ def main(argv=None):
 
     import onnx
 
+    if args.backend:
+        _check_backend(args.backend)
     cases = node_cases() + ([] if args.no_light else light_cases())
     if args.filter:
         rx = re.compile(args.filter)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -41,6 +42,9 @@ Shape to_shape(nb::handle obj);
 nb::tuple shape_to_tuple(const Shape &shape);
 
 nb::module_ numpy();
+
+// DLPack's code for a dtype (every dtype but the narrow ones has one).
+nb::dlpack::dtype dlpack_dtype(DType dtype);
 
 void init_tensor(nb::module_ &m);
 void init_ops(nb::module_ &m);

@@ -1,8 +1,10 @@
 // Python object -> lumen value conversions (tensors, attributes, dtypes, shapes).
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "bindings.h"
 #include "lumen/container.h"
@@ -121,6 +123,41 @@ std::optional<Tensor> try_wrap_buffer(nb::handle obj, bool readonly_ok) {
     delete raw;
     throw;
   }
+}
+
+// An object in CUDA memory exporting DLPack (a PyTorch or CuPy tensor): wrapped without a copy as
+// a tensor in the CUDA backend's memory. nullopt for objects elsewhere.
+std::optional<Tensor> try_wrap_cuda_dlpack(nb::handle obj) {
+  if (!nb::hasattr(obj, "__dlpack_device__")) return std::nullopt;
+  const nb::tuple where = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+  if (where.size() < 1 || nb::cast<int>(where[0]) != 2) return std::nullopt;  // kDLCUDA
+  auto array = std::make_unique<nb::ndarray<>>(nb::cast<nb::ndarray<>>(obj));
+  const char *pick = std::getenv("LUMEN_CUDA_DEVICE");
+  if (array->device_id() != (pick ? std::atoi(pick) : 0))
+    throw nb::value_error(str("a tensor on CUDA device ", array->device_id(),
+                              "; Lumen runs on device ", pick ? pick : "0", " (LUMEN_CUDA_DEVICE)")
+                              .c_str());
+  std::optional<DType> dtype;
+  for (DType d : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64, DType::Int8,
+                  DType::Int16, DType::Int32, DType::Int64, DType::UInt8, DType::UInt16,
+                  DType::UInt32, DType::UInt64, DType::Bool})
+    if (dlpack_dtype(d) == array->dtype()) dtype = d;
+  if (!dtype) throw nb::type_error("a CUDA DLPack tensor of a dtype Lumen does not have");
+  std::vector<int64_t> dims(array->ndim()), strides(array->ndim());
+  for (size_t i = 0; i < array->ndim(); ++i)
+    dims[i] = static_cast<int64_t>(array->shape(i)), strides[i] = array->stride(i);
+  void *data = array->data();
+  nb::ndarray<> *held = array.release();
+  // Released with the GIL, from whichever thread drops the last reference (as release_view).
+  return Tensor::wrap(
+      data, *dtype, Shape(dims), std::move(strides),
+      [held] {
+        if (Py_IsInitialized() && (!interpreter_finalizing() || PyGILState_Check())) {
+          nb::gil_scoped_acquire gil;
+          delete held;
+        }
+      },
+      Device{DeviceType::CUDA, 0});
 }
 
 // The NumPy dtype a fallback copy converts to; raises TypeError when there is none.
@@ -251,6 +288,7 @@ nb::object from_value(const Tensor &t) {
 
 Tensor to_tensor(nb::handle obj, bool readonly_ok) {
   if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
+  if (std::optional<Tensor> t = try_wrap_cuda_dlpack(obj)) return *std::move(t);
   if (std::optional<Tensor> t = try_wrap_buffer(obj, readonly_ok)) return *std::move(t);
 
   // Copy path. Plain Python numbers and lists follow lumen's defaults (float32), not NumPy's.

@@ -43,17 +43,6 @@ const char *buffer_format(DType dtype) {
   }
 }
 
-nb::dlpack::dtype dlpack_dtype(DType dtype) {
-  using Code = nb::dlpack::dtype_code;
-  Code code = is_floating(dtype) ? Code::Float : Code::Int;
-  if (dtype == DType::BFloat16) code = Code::Bfloat;
-  if (dtype == DType::UInt8 || dtype == DType::UInt16 || dtype == DType::UInt32 ||
-      dtype == DType::UInt64)
-    code = Code::UInt;
-  if (dtype == DType::Bool) code = Code::Bool;
-  return {static_cast<uint8_t>(code), static_cast<uint8_t>(dtype_size(dtype) * 8), 1};
-}
-
 // bf_getbuffer: exposes the tensor's memory (with its strides) read-write. The view holds a
 // reference to the Python Tensor, which keeps the memory alive.
 int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
@@ -114,10 +103,13 @@ PyType_Slot tensor_slots[] = {
 };
 
 // __dlpack__: describes the memory as a nanobind ndarray owned by the Python Tensor and lets that
-// ndarray implement the protocol (versioned capsules, max_version, dl_device, copy).
+// ndarray implement the protocol (versioned capsules, max_version, dl_device, copy). Host and CUDA
+// memory (a consumer such as PyTorch reads CUDA outputs in place; Lumen's CUDA streams
+// synchronize with the default stream, and a run's outputs are complete when it returns).
 nb::object tensor_dlpack(nb::handle self, nb::kwargs kwargs) {
   const Tensor &t = nb::cast<const Tensor &>(self);
-  if (!t.device().is_host())
+  const bool cuda = t.device().type == DeviceType::CUDA;
+  if (!t.device().is_host() && !cuda)
     throw nb::buffer_error(str("lumen.Tensor: ", t.device().to_string(),
                                " memory is not exported through DLPack; t.to('cpu') copies it to "
                                "the host")
@@ -128,7 +120,8 @@ nb::object tensor_dlpack(nb::handle self, nb::kwargs kwargs) {
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   nb::ndarray<nb::array_api> array(t.numel() ? t.raw_data() : nullptr, t.rank(), shape.data(), self,
                                    t.strides().data(), dlpack_dtype(t.dtype()),
-                                   nb::device::cpu::value);
+                                   cuda ? nb::device::cuda::value : nb::device::cpu::value,
+                                   cuda ? t.device().index : 0);
   return nb::cast(array).attr("__dlpack__")(**kwargs);
 }
 
@@ -139,6 +132,17 @@ Shape shape_from_args(nb::args args) {
 }
 
 }  // namespace
+
+nb::dlpack::dtype dlpack_dtype(DType dtype) {
+  using Code = nb::dlpack::dtype_code;
+  Code code = is_floating(dtype) ? Code::Float : Code::Int;
+  if (dtype == DType::BFloat16) code = Code::Bfloat;
+  if (dtype == DType::UInt8 || dtype == DType::UInt16 || dtype == DType::UInt32 ||
+      dtype == DType::UInt64)
+    code = Code::UInt;
+  if (dtype == DType::Bool) code = Code::Bool;
+  return {static_cast<uint8_t>(code), static_cast<uint8_t>(dtype_size(dtype) * 8), 1};
+}
 
 void init_tensor(nb::module_ &m) {
   nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_slots), R"doc(

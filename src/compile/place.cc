@@ -276,7 +276,7 @@ Placement place_node(std::string_view op, DType dtype, std::string_view pinned,
   Backend *chosen = automatic_backend(op, dtype);
   std::string others, oracles;  // other candidates; backends with a kernel never placed here
   for (Backend *backend : backends()) {
-    if (backend == chosen || !backend->supports(op, dtype)) continue;
+    if (backend == chosen || !backend->available() || !backend->supports(op, dtype)) continue;
     std::string &list = backend->placed_automatically() ? others : oracles;
     list += str(list.empty() ? "" : ", ", backend->name());
   }

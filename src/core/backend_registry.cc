@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "core/backend.h"
+#include "core/backend_plugins.h"
 
 namespace lumen {
 namespace {
@@ -67,6 +68,7 @@ std::unique_ptr<Backend> unregister_backend(std::string_view name) {
 }
 
 Backend *find_backend(std::string_view name) {
+  load_backend_plugins();
   auto &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (const auto &b : r.backends)
@@ -78,7 +80,9 @@ Backend &get_backend(std::string_view name) {
   if (Backend *b = find_backend(name)) return *b;
   std::string known;
   for (Backend *b : backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
-  fail("unknown backend '", name, "' (available: ", known, ")");
+  const std::string plugin = backend_plugin_error(name);
+  fail("unknown backend '", name, "' (available: ", known, ")",
+       plugin.empty() ? "" : "; its plugin did not load: ", plugin);
 }
 
 Backend &host_backend() {
@@ -88,6 +92,7 @@ Backend &host_backend() {
 }
 
 std::vector<Backend *> backends() {
+  load_backend_plugins();
   auto &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<Backend *> out;

@@ -5,7 +5,7 @@
 // window over the whole plane), float32 NCHW.
 #include <limits>
 
-#include "backends/vulkan/kernels/activation_code.h"
+#include "backends/common/activation_code.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
 

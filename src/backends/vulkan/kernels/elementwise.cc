@@ -3,7 +3,7 @@
 #include <limits>
 #include <optional>
 
-#include "backends/vulkan/kernels/activation_code.h"
+#include "backends/common/activation_code.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"

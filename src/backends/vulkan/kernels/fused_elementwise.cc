@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-#include "backends/vulkan/kernels/activation_code.h"
+#include "backends/common/activation_code.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "graph/ops/fused_elementwise_steps.h"
 #include "vulkan_shaders.h"

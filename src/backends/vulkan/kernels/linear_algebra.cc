@@ -3,7 +3,8 @@
 // axis (softmax.comp), float32.
 #include <limits>
 
-#include "backends/vulkan/kernels/activation_code.h"
+#include "backends/common/activation_code.h"
+#include "backends/common/axis_layout.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -116,14 +117,15 @@ void run_softmax(KernelContext &ctx, bool log) {
   Tensor &y = ctx.output(0);
   const Shape &s = x.shape();
   if (x.numel() == 0) return;
-  const size_t axis = s.normalize_axis(ctx.attrs.get_int("axis", -1));
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= s[d];
-  for (size_t d = axis + 1; d < s.rank(); ++d) inner *= s[d];
+  const AxisSplit at = split_at(s, s.normalize_axis(ctx.attrs.get_int("axis", -1)));
   struct Push {
     uint32_t rows, len, inner, x_off, y_off, log_softmax;
-  } push{u32(ctx, outer * inner), u32(ctx, s[axis]), u32(ctx, inner),
-         element_offset(x),       element_offset(y), log ? 1u : 0u};
+  } push{u32(ctx, at.outer * at.inner),
+         u32(ctx, at.len),
+         u32(ctx, at.inner),
+         element_offset(x),
+         element_offset(y),
+         log ? 1u : 0u};
   const Groups g = row_groups(push.rows);
   dispatch(ctx, reduction_shader(shaders::softmax, shaders::softmax_subgroup), {&x, &y}, push, g.x,
            g.y);

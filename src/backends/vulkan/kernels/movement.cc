@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/common/axis_layout.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -24,14 +25,8 @@ void copy_whole(KernelContext &ctx) {
 void transpose(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const size_t rank = x.rank();
-  std::vector<int64_t> perm = ctx.attrs.get_ints("perm", {});
-  if (perm.empty())
-    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-  const std::vector<int64_t> in = contiguous_strides(x.shape());
-  std::vector<int64_t> read(rank);
-  for (size_t d = 0; d < rank; ++d) read[d] = in[static_cast<size_t>(perm[d])];
-  strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()));
+  strided_copy(ctx, x, y, y.shape(), transpose_read_strides(x.shape(), ctx.attrs),
+               contiguous_strides(y.shape()));
 }
 
 void concat(KernelContext &ctx) {

@@ -1,6 +1,7 @@
 // Normalizations on Vulkan, float32: layer normalization over the trailing dims from `axis`
 // (layer_norm.comp: a workgroup per row) and local response normalization across channels
 // (lrn.comp).
+#include "backends/common/axis_layout.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
 
@@ -11,9 +12,8 @@ void layer_norm(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &scale = ctx.input(1);
   Tensor &y = ctx.output(0);
   const Shape &s = x.shape();
-  const size_t axis = s.normalize_axis(ctx.attrs.get_int("axis", -1));
-  int64_t len = 1;
-  for (size_t d = axis; d < s.rank(); ++d) len *= s[d];
+  const AxisSplit at = split_at(s, s.normalize_axis(ctx.attrs.get_int("axis", -1)));
+  const int64_t len = at.len * at.inner;  // normalized over the axis and every dim after it
   const auto stride_of = [&](const Tensor &t, const char *what) -> uint32_t {
     if (t.numel() == len) return 1;
     if (t.numel() == 1) return 0;

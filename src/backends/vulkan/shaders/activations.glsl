@@ -1,5 +1,5 @@
 // The activations and unary math that unary.comp, fused_elementwise.comp and the epilogues of
-// matmul.comp and the conv shaders apply, by code: the numbering of kernels/activation_code.h.
+// matmul.comp and the conv shaders apply, by code: the numbering of backends/common/activation_code.h.
 // alpha and beta are the activation's parameters (clip: min and max).
 
 // erf to ~1e-7 (Abramowitz and Stegun 7.1.26 is 1.5e-7 absolute).

@@ -1,4 +1,4 @@
-#include "backends/vulkan/kernels/activation_code.h"
+#include "backends/common/activation_code.h"
 
 #include <array>
 #include <limits>
@@ -7,7 +7,7 @@
 #include "graph/ops/epilogue_activations.h"
 #include "lumen/error.h"
 
-namespace lumen::vulkan {
+namespace lumen {
 
 std::optional<Activation> activation_of(std::string_view op, const Attributes &attrs) {
   static constexpr std::array<std::pair<std::string_view, ActivationCode>, 18> kCodes = {{
@@ -63,8 +63,8 @@ Activation epilogue_activation(const Attributes &fused) {
   const std::string name = fused.get_string("activation", "");
   if (name.empty()) return {};
   const std::optional<Activation> a = activation_of(name, activation_attributes(fused));
-  if (!a) fail("epilogue activation '", name, "' has no Vulkan code");
+  if (!a) fail("epilogue activation '", name, "' has no GPU code");
   return *a;
 }
 
-}  // namespace lumen::vulkan
+}  // namespace lumen

@@ -1,0 +1,209 @@
+// MatMul and Gemm on CUDA through cuBLASLt, and their fused forms: the bias is broadcast into the
+// output first and accumulated onto (beta), ReLU runs in cuBLASLt's epilogue, other activations
+// in one element-wise pass after it. FP32 by default; LUMEN_CUDA_PRECISION=tf32 lets cuBLASLt
+// use TF32 tensor cores (the device description, and so `lumen inspect`, names it).
+#include "backends/common/activation_code.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/kernels/walk.h"
+
+namespace lumen::cuda {
+namespace {
+
+constexpr size_t kWorkspace = size_t{32} << 20;
+
+// One cuBLASLt object, destroyed when it goes out of scope.
+template <class T, cublasStatus_t (*Destroy)(T)>
+struct Owned {
+  T value = nullptr;
+  ~Owned() {
+    if (value) Destroy(value);
+  }
+};
+
+// Row-major operands of a batch of products C = alpha * op(A) op(B) + beta * C (C [M, N],
+// contiguous); batch strides in elements (0: the same matrix for every product).
+struct Product {
+  bool ta = false, tb = false;
+  int64_t M = 0, N = 0, K = 0, batch = 1;
+  const float *a = nullptr, *b = nullptr;
+  float *c = nullptr;
+  int64_t a_stride = 0, b_stride = 0;
+  float alpha = 1, beta = 0;
+  bool relu = false;
+};
+
+cublasLtMatrixLayout_t layout(Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> &owned,
+                              int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                              int64_t stride) {
+  LUMEN_CUDA(cublasLtMatrixLayoutCreate(&owned.value, CUDA_R_32F, static_cast<uint64_t>(rows),
+                                        static_cast<uint64_t>(cols), ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    LUMEN_CUDA(cublasLtMatrixLayoutSetAttribute(owned.value, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                &count, sizeof(count)));
+    LUMEN_CUDA(cublasLtMatrixLayoutSetAttribute(
+        owned.value, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return owned.value;
+}
+
+// cuBLASLt is column-major: row-major C [M, N] is column-major C^T [N, M], so it computes
+// C^T = op(B)^T op(A)^T with B's buffer as its first operand.
+void run(KernelContext &ctx, const Product &p) {
+  if (p.M == 0 || p.N == 0 || p.batch == 0) return;
+  if (p.K == 0) {  // sums nothing: C is beta * C (the bias term alone), as ONNX says
+    if (p.beta == 0)
+      LUMEN_CUDA(cudaMemsetAsync(p.c, 0, static_cast<size_t>(p.batch * p.M * p.N) * sizeof(float),
+                                 stream_of(ctx)));
+    else if (p.beta != 1)
+      ctx.fail("K = 0 with beta ", p.beta, " (the CUDA kernel scales no bias term alone)");
+    if (p.relu) {  // the epilogue cuBLASLt would have applied
+      Walk w;
+      w.rank = 1, w.count = w.shape[0] = p.batch * p.M * p.N, w.stride[0][0] = 1;
+      check_launch(ctx, launch_unary(kRelu, 0, 0, p.c, p.c, w, stream_of(ctx)));
+    }
+    return;
+  }
+  if (p.batch > INT32_MAX) ctx.fail("a batch of ", p.batch, " products is over 2^31");
+  CudaDevice &device = active_device();
+  CudaStream *own = cuda_stream(ctx.stream);
+  const cudaStream_t stream = stream_of(ctx);
+  Owned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy> desc;
+  LUMEN_CUDA(cublasLtMatmulDescCreate(
+      &desc.value, device.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t op_b = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          op_a = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LUMEN_CUDA(
+      cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+  LUMEN_CUDA(
+      cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+  if (p.relu) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_RELU;
+    LUMEN_CUDA(cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof(epilogue)));
+  }
+  // Stored column-major shapes: B is [N, K] (ld N) or, transposed, [K, N] (ld K); A is [K, M]
+  // (ld K) or [M, K] (ld M); C is [N, M] (ld N).
+  Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> lb, la, lc;
+  layout(lb, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N, p.batch, p.b_stride);
+  layout(la, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.batch, p.a_stride);
+  layout(lc, p.N, p.M, p.N, p.batch, p.M * p.N);
+  void *workspace = own ? own->workspace(kWorkspace) : nullptr;
+  LUMEN_CUDA(cublasLtMatmul(device.blas(), desc.value, &p.alpha, p.b, lb.value, p.a, la.value,
+                            &p.beta, p.c, lc.value, p.c, lc.value, nullptr, workspace,
+                            workspace ? kWorkspace : 0, stream));
+}
+
+// Writes `bias` broadcast to c's shape into c (the term beta scales).
+void broadcast_into(KernelContext &ctx, const Tensor &bias, Tensor &c) {
+  const Walk w = make_walk(ctx, c.shape(), broadcast_strides(bias.shape(), c.shape()),
+                           contiguous_strides(c.shape()));
+  check_launch(ctx, launch_strided_copy(4, bias.raw_data(), c.raw_data(), w, stream_of(ctx)));
+}
+
+// The fused ops' activation: ReLU in cuBLASLt's epilogue (sets p.relu), any other after it.
+Activation plan_activation(KernelContext &ctx, Product &p) {
+  const Activation act = epilogue_activation(ctx.attrs);
+  if (act.code == kRelu) {
+    p.relu = true;
+    return {};
+  }
+  return act;
+}
+
+void finish(KernelContext &ctx, const Activation &act, Tensor &c) {
+  if (act.code == kNoActivation || c.numel() == 0) return;
+  const std::vector<int64_t> own = contiguous_strides(c.shape());
+  check_launch(ctx, launch_unary(act.code, act.alpha, act.beta, device_data(c), device_data(c),
+                                 make_walk(ctx, c.shape(), own, own), stream_of(ctx)));
+}
+
+// The batch stride of one operand (shape `s`, batch dims broadcast to `batch` products): the
+// same for every product where it holds the whole batch in order (its batch dims are the
+// output's) or a single matrix (0); false otherwise.
+bool even_batch(const Shape &s, int64_t batch, int64_t &stride) {
+  int64_t own = 1;
+  for (size_t d = 0; d + 2 < s.rank(); ++d) own *= s[d];
+  if (own == 1) return stride = 0, true;
+  if (own == batch) return stride = s[s.rank() - 2] * s[s.rank() - 1], true;
+  return false;
+}
+
+void matmul(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &c = ctx.output(0);
+  Shape sa = a.shape(), sb = b.shape();
+  if (sa.rank() == 1) sa = Shape{1, sa[0]};
+  if (sb.rank() == 1) sb = Shape{sb[0], 1};
+  Product p;
+  p.M = sa[sa.rank() - 2], p.K = sa[sa.rank() - 1], p.N = sb[sb.rank() - 1];
+  const size_t batch_rank = std::max(sa.rank(), sb.rank()) - 2;
+  std::vector<int64_t> batch_dims(batch_rank, 1);
+  for (const Shape *s : {&sa, &sb})
+    for (size_t d = 0; d + 2 < s->rank(); ++d) {
+      const size_t at = d + batch_rank - (s->rank() - 2);
+      batch_dims[at] = std::max(batch_dims[at], (*s)[d]);
+    }
+  for (int64_t n : batch_dims) p.batch *= n;
+  if (ctx.has_input(2)) {  // fused_matmul's bias [N], on every row
+    broadcast_into(ctx, ctx.input(2), c);
+    p.beta = 1;
+  }
+  Activation act = plan_activation(ctx, p);
+  p.c = device_data(c);
+  if (even_batch(sa, p.batch, p.a_stride) && even_batch(sb, p.batch, p.b_stride)) {
+    p.a = device_data(a), p.b = device_data(b);
+    run(ctx, p);
+    return finish(ctx, act, c);
+  }
+  // Batches broadcast dim by dim ([2, 1] x [1, 3]): one product per output matrix.
+  const std::vector<int64_t> out = contiguous_strides(Shape(batch_dims));
+  const auto offset_in = [&](const Shape &s, int64_t index) {
+    const size_t lead = s.rank() - 2, shift = batch_rank - lead;
+    int64_t at = 0, step = s[s.rank() - 2] * s[s.rank() - 1];
+    for (size_t d = lead; d-- > 0;) {
+      const int64_t i = (index / out[d + shift]) % batch_dims[d + shift];
+      at += (s[d] == 1 ? 0 : i) * step;
+      step *= s[d];
+    }
+    return at;
+  };
+  Product one = p;
+  one.batch = 1;
+  for (int64_t i = 0; i < p.batch; ++i) {
+    one.a = device_data(a) + offset_in(sa, i);
+    one.b = device_data(b) + offset_in(sb, i);
+    one.c = p.c + i * p.M * p.N;
+    run(ctx, one);
+  }
+  finish(ctx, act, c);
+}
+
+void gemm(KernelContext &ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor &c = ctx.output(0);
+  Product p;
+  p.ta = ctx.attrs.get_int("transA", 0) != 0, p.tb = ctx.attrs.get_int("transB", 0) != 0;
+  p.M = p.ta ? a.shape()[1] : a.shape()[0], p.K = p.ta ? a.shape()[0] : a.shape()[1];
+  p.N = p.tb ? b.shape()[0] : b.shape()[1];
+  p.alpha = static_cast<float>(ctx.attrs.get_float("alpha", 1.0));
+  if (ctx.has_input(2)) {
+    broadcast_into(ctx, ctx.input(2), c);
+    p.beta = static_cast<float>(ctx.attrs.get_float("beta", 1.0));
+  }
+  Activation act = plan_activation(ctx, p);
+  p.a = device_data(a), p.b = device_data(b), p.c = device_data(c);
+  run(ctx, p);
+  finish(ctx, act, c);
+}
+
+}  // namespace
+
+LUMEN_REGISTER_KERNEL("cuda", "matmul", matmul, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "gemm", gemm, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "fused_matmul", matmul, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "fused_gemm", gemm, DType::Float32);
+
+}  // namespace lumen::cuda

@@ -1,0 +1,69 @@
+// Data movement on CUDA: reshape-like ops (when the plan could not make them views) as one
+// device-to-device copy; transpose, expand and concat as strided copies.
+#include "backends/common/axis_layout.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/kernels/walk.h"
+
+namespace lumen::cuda {
+namespace {
+
+void copy_whole(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  if (x.raw_data() == y.raw_data() || x.nbytes() == 0) return;  // the plan made it a view
+  LUMEN_CUDA(cudaMemcpyAsync(y.raw_data(), x.raw_data(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                             stream_of(ctx)));
+}
+
+void strided_copy(KernelContext &ctx, const Tensor &x, void *y, const Shape &shape,
+                  const std::vector<int64_t> &read, const std::vector<int64_t> &write) {
+  check_launch(ctx, launch_strided_copy(static_cast<int>(dtype_size(x.dtype())), x.raw_data(), y,
+                                        make_walk(ctx, shape, read, write), stream_of(ctx)));
+}
+
+void transpose(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  strided_copy(ctx, x, y.raw_data(), y.shape(), transpose_read_strides(x.shape(), ctx.attrs),
+               contiguous_strides(y.shape()));
+}
+
+void expand(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  strided_copy(ctx, x, y.raw_data(), y.shape(), broadcast_strides(x.shape(), y.shape()),
+               contiguous_strides(y.shape()));
+}
+
+void concat(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const size_t axis = y.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const std::vector<int64_t> out = contiguous_strides(y.shape());
+  const int64_t element = static_cast<int64_t>(dtype_size(y.dtype()));
+  int64_t at = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Tensor &x = ctx.input(i);
+    std::byte *to = static_cast<std::byte *>(y.raw_data()) + at * out[axis] * element;
+    if (x.raw_data() != to)  // the plan may have placed the input there already
+      strided_copy(ctx, x, to, x.shape(), contiguous_strides(x.shape()), out);
+    at += x.shape()[axis];
+  }
+}
+
+}  // namespace
+
+#define LUMEN_CUDA_MOVEMENT(op, fn)                                                            \
+  LUMEN_REGISTER_KERNEL("cuda", op, fn, DType::Float32, DType::Float16, DType::BFloat16,       \
+                        DType::Float64, DType::Int8, DType::Int32, DType::Int64, DType::UInt8, \
+                        DType::Bool)
+LUMEN_CUDA_MOVEMENT("reshape", copy_whole);
+LUMEN_CUDA_MOVEMENT("flatten", copy_whole);
+LUMEN_CUDA_MOVEMENT("squeeze", copy_whole);
+LUMEN_CUDA_MOVEMENT("unsqueeze", copy_whole);
+LUMEN_CUDA_MOVEMENT("transpose", transpose);
+LUMEN_CUDA_MOVEMENT("expand", expand);
+LUMEN_CUDA_MOVEMENT("concat", concat);
+
+}  // namespace lumen::cuda

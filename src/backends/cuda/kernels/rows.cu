@@ -1,0 +1,94 @@
+// Row kernels on CUDA: softmax / log-softmax along any axis and layer normalization. A block of
+// 256 threads per row; sums and maxima reduced by warp shuffles, then across warps.
+#include <cmath>
+
+#include "backends/cuda/kernels/launch.h"
+
+namespace lumen::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class Op>
+__device__ float block_reduce(float v, Op op) {
+  __shared__ float partial[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // partial may still be read by a previous reduction
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = partial[0];
+  for (int w = 1; w < kThreads / 32; ++w) v = op(v, partial[w]);
+  return v;
+}
+
+struct Sum {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  // NaN wins, so a row holding one gives NaN, as on the CPU.
+  __device__ float operator()(float a, float b) const {
+    return (a != a || b != b) ? a + b : fmaxf(a, b);
+  }
+};
+
+__global__ void softmax_kernel(const float *x, float *y, int64_t len, int64_t inner, bool log) {
+  const int64_t row = blockIdx.x, outer = row / inner, i = row - outer * inner;
+  const int64_t base = outer * len * inner + i;
+  float m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) m = Max()(m, x[base + k * inner]);
+  m = block_reduce(m, Max());
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) s += expf(x[base + k * inner] - m);
+  s = block_reduce(s, Sum());
+  const float log_s = logf(s), inv = 1.f / s;
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) {
+    const float v = x[base + k * inner] - m;
+    y[base + k * inner] = log ? v - log_s : expf(v) * inv;
+  }
+}
+
+__global__ void layer_norm_kernel(const float *x, const float *scale, int64_t scale_stride,
+                                  const float *bias, int64_t bias_stride, float *y, float *mean,
+                                  float *inv_std, int64_t len, float epsilon) {
+  const int64_t row = blockIdx.x;
+  const float *in = x + row * len;
+  float *out = y + row * len;
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) s += in[k];
+  const float mu = block_reduce(s, Sum()) / static_cast<float>(len);
+  float d2 = 0.f;  // two passes: the variance of values far from zero keeps its digits
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) d2 += (in[k] - mu) * (in[k] - mu);
+  const float inv = rsqrtf(block_reduce(d2, Sum()) / static_cast<float>(len) + epsilon);
+  for (int64_t k = threadIdx.x; k < len; k += kThreads) {
+    const float v = (in[k] - mu) * inv * scale[k * scale_stride];
+    out[k] = bias ? v + bias[k * bias_stride] : v;
+  }
+  if (threadIdx.x == 0) {
+    if (mean) mean[row] = mu;
+    if (inv_std) inv_std[row] = inv;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_softmax(const float *x, float *y, int64_t rows, int64_t len, int64_t inner,
+                           bool log, cudaStream_t stream) {
+  if (rows == 0 || len == 0) return cudaSuccess;
+  if (rows > 0x7fffffff) return cudaErrorInvalidValue;
+  softmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, y, len, inner, log);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_layer_norm(const float *x, const float *scale, int64_t scale_stride,
+                              const float *bias, int64_t bias_stride, float *y, float *mean,
+                              float *inv_std, int64_t rows, int64_t len, float epsilon,
+                              cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (rows > 0x7fffffff) return cudaErrorInvalidValue;
+  layer_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      x, scale, scale_stride, bias, bias_stride, y, mean, inv_std, len, epsilon);
+  return cudaGetLastError();
+}
+
+}  // namespace lumen::cuda
