@@ -44,4 +44,52 @@ cudaError_t launch_layer_norm(const float *x, const float *scale, int64_t scale_
                               float *inv_std, int64_t rows, int64_t len, float epsilon,
                               cudaStream_t stream);
 
+// Convolution as im2col + GEMM: for `images` images from `first`, the columns of group `group`
+// (rows (c, kh, kw) of the group's channels, columns (image, oh, ow)) into col, zero where the
+// window reads padding. Any stride, dilation and padding.
+struct ConvGeometry {
+  int64_t C = 0, H = 0, W = 0, OH = 0, OW = 0, KH = 0, KW = 0;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, groups = 1;
+};
+cudaError_t launch_im2col(const float *x, float *col, const ConvGeometry &g, int64_t first,
+                          int64_t images, int64_t group, cudaStream_t stream);
+// y[n, c, p] = activation(y + bias[c] + residual[n, c, p]) over `count` elements of C channels of
+// `plane` elements; bias and residual may be null.
+cudaError_t launch_channel_epilogue(float *y, const float *bias, const float *residual,
+                                    int64_t count, int64_t C, int64_t plane, unsigned code,
+                                    float alpha, float beta, cudaStream_t stream);
+
+// 2-D pooling over `planes` planes of H x W: max (mode 0) or average (mode 1; the divisor counts
+// padding inside [0, H + ph_end) x [0, W + pw_end) where count_include_pad).
+struct PoolGeometry {
+  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0, KH = 0, KW = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, dh = 1, dw = 1;
+  int mode = 0;
+  bool count_include_pad = false;
+};
+cudaError_t launch_pool2d(const float *x, float *y, const PoolGeometry &g, cudaStream_t stream);
+
+// Reductions: output element i reads the elements at kept.stride[0] offsets (walk over the kept
+// dims) plus reduced.stride[0] offsets (walk over the reduced dims); a block per output element.
+enum ReduceKind : int {
+  kReduceSum,
+  kReduceMean,
+  kReduceMax,
+  kReduceMin,
+  kReduceProd,
+  kReduceL1,
+  kReduceL2,
+  kReduceLogSum,
+  kReduceLogSumExp,
+  kReduceSumSquare
+};
+cudaError_t launch_reduce(int kind, const float *x, float *y, const Walk &kept, const Walk &reduced,
+                          cudaStream_t stream);
+
+// Gather along an axis: y[o, i, k] = data[o, idx[i] (+ axis_len where negative), k], for
+// elements of 1 to 8 bytes and int32 or int64 indices (checked on the host).
+cudaError_t launch_gather(int element_bytes, const void *data, const void *indices,
+                          bool indices_int64, void *y, int64_t outer, int64_t axis_len,
+                          int64_t n_indices, int64_t inner, cudaStream_t stream);
+
 }  // namespace lumen::cuda

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/kernels/gemm.h"
 #include "backends/cuda/kernels/walk.h"
 
 namespace lumen::cuda {
@@ -20,18 +21,6 @@ struct Owned {
   ~Owned() {
     if (value) Destroy(value);
   }
-};
-
-// Row-major operands of a batch of products C = alpha * op(A) op(B) + beta * C (C [M, N],
-// contiguous); batch strides in elements (0: the same matrix for every product).
-struct Product {
-  bool ta = false, tb = false;
-  int64_t M = 0, N = 0, K = 0, batch = 1;
-  const float *a = nullptr, *b = nullptr;
-  float *c = nullptr;
-  int64_t a_stride = 0, b_stride = 0;
-  float alpha = 1, beta = 0;
-  bool relu = false;
 };
 
 cublasLtMatrixLayout_t layout(Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> &owned,
@@ -49,9 +38,11 @@ cublasLtMatrixLayout_t layout(Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayout
   return owned.value;
 }
 
+}  // namespace
+
 // cuBLASLt is column-major: row-major C [M, N] is column-major C^T [N, M], so it computes
 // C^T = op(B)^T op(A)^T with B's buffer as its first operand.
-void run(KernelContext &ctx, const Product &p) {
+void run_product(KernelContext &ctx, const Product &p) {
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
   if (p.K == 0) {  // sums nothing: C is beta * C (the bias term alone), as ONNX says
     if (p.beta == 0)
@@ -89,12 +80,14 @@ void run(KernelContext &ctx, const Product &p) {
   Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy> lb, la, lc;
   layout(lb, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N, p.batch, p.b_stride);
   layout(la, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.batch, p.a_stride);
-  layout(lc, p.N, p.M, p.N, p.batch, p.M * p.N);
+  layout(lc, p.N, p.M, p.N, p.batch, p.c_stride ? p.c_stride : p.M * p.N);
   void *workspace = own ? own->workspace(kWorkspace) : nullptr;
   LUMEN_CUDA(cublasLtMatmul(device.blas(), desc.value, &p.alpha, p.b, lb.value, p.a, la.value,
                             &p.beta, p.c, lc.value, p.c, lc.value, nullptr, workspace,
                             workspace ? kWorkspace : 0, stream));
 }
+
+namespace {
 
 // Writes `bias` broadcast to c's shape into c (the term beta scales).
 void broadcast_into(KernelContext &ctx, const Tensor &bias, Tensor &c) {
@@ -155,7 +148,11 @@ void matmul(KernelContext &ctx) {
   p.c = device_data(c);
   if (even_batch(sa, p.batch, p.a_stride) && even_batch(sb, p.batch, p.b_stride)) {
     p.a = device_data(a), p.b = device_data(b);
-    run(ctx, p);
+    if (p.b_stride == 0) {  // one B for every A (activations x weights): one GEMM of batch * M rows
+      p.M *= p.batch;
+      p.batch = 1;
+    }
+    run_product(ctx, p);
     return finish(ctx, act, c);
   }
   // Batches broadcast dim by dim ([2, 1] x [1, 3]): one product per output matrix.
@@ -176,7 +173,7 @@ void matmul(KernelContext &ctx) {
     one.a = device_data(a) + offset_in(sa, i);
     one.b = device_data(b) + offset_in(sb, i);
     one.c = p.c + i * p.M * p.N;
-    run(ctx, one);
+    run_product(ctx, one);
   }
   finish(ctx, act, c);
 }
@@ -195,7 +192,7 @@ void gemm(KernelContext &ctx) {
   }
   Activation act = plan_activation(ctx, p);
   p.a = device_data(a), p.b = device_data(b), p.c = device_data(c);
-  run(ctx, p);
+  run_product(ctx, p);
   finish(ctx, act, c);
 }
 

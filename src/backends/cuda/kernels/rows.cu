@@ -1,36 +1,14 @@
 // Row kernels on CUDA: softmax / log-softmax along any axis and layer normalization. A block of
-// 256 threads per row; sums and maxima reduced by warp shuffles, then across warps.
+// 256 threads per row (block_reduce.cuh).
 #include <cmath>
 
+#include "backends/cuda/kernels/block_reduce.cuh"
 #include "backends/cuda/kernels/launch.h"
 
 namespace lumen::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-template <class Op>
-__device__ float block_reduce(float v, Op op) {
-  __shared__ float partial[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // partial may still be read by a previous reduction
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  v = partial[0];
-  for (int w = 1; w < kThreads / 32; ++w) v = op(v, partial[w]);
-  return v;
-}
-
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  // NaN wins, so a row holding one gives NaN, as on the CPU.
-  __device__ float operator()(float a, float b) const {
-    return (a != a || b != b) ? a + b : fmaxf(a, b);
-  }
-};
+constexpr int kThreads = kBlockThreads;
 
 __global__ void softmax_kernel(const float *x, float *y, int64_t len, int64_t inner, bool log) {
   const int64_t row = blockIdx.x, outer = row / inner, i = row - outer * inner;

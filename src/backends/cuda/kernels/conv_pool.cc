@@ -1,0 +1,140 @@
+// 2-D convolution and fused_conv (epilogue: bias, residual, activation) on CUDA as im2col +
+// cuBLASLt GEMM per group (a 1x1 convolution with stride 1 and no padding reads the input as
+// its own columns), any kernel size, stride, dilation, padding and group count; and 2-D pooling
+// (max, average, and the global forms as one window over the whole plane), float32 NCHW.
+#include <algorithm>
+
+#include "backends/common/activation_code.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_memory.h"
+#include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/kernels/gemm.h"
+#include "backends/cuda/kernels/walk.h"
+
+namespace lumen::cuda {
+namespace {
+
+// The im2col columns of a chunk of images stay under this many bytes.
+constexpr int64_t kColumnBytes = int64_t{256} << 20;
+
+std::vector<int64_t> ints(const KernelContext &ctx, const char *name,
+                          std::vector<int64_t> fallback) {
+  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
+  if (v.size() != fallback.size())
+    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values");
+  return v;
+}
+
+void conv2d(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  Tensor &y = ctx.output(0);
+  if (x.rank() != 4 || w.rank() != 4) ctx.fail("expects 4-D input and weight");
+  const auto strides = ints(ctx, "strides", {1, 1}), pads = ints(ctx, "pads", {0, 0, 0, 0}),
+             dilations = ints(ctx, "dilations", {1, 1});
+  ConvGeometry g;
+  const int64_t N = x.shape()[0], M = w.shape()[0];
+  g.C = x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
+  g.KH = w.shape()[2], g.KW = w.shape()[3], g.OH = y.shape()[2], g.OW = y.shape()[3];
+  g.sh = strides[0], g.sw = strides[1], g.dh = dilations[0], g.dw = dilations[1];
+  g.ph = pads[0], g.pw = pads[1], g.groups = ctx.attrs.get_int("group", 1);
+  if (g.groups <= 0 || g.C % g.groups || M % g.groups || w.shape()[1] * g.groups != g.C)
+    ctx.fail("weight ", w.shape().to_string(), " does not fit ", g.C, " channels in ", g.groups,
+             " groups");
+  const Tensor *bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const Tensor *residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (residual && residual->shape() != y.shape())
+    ctx.fail("residual ", residual->shape().to_string(), " must have the output's shape ",
+             y.shape().to_string());
+  if (y.numel() == 0) return;
+  const int64_t cg = g.C / g.groups, mg = M / g.groups, plane = g.OH * g.OW;
+  const int64_t rows = cg * g.KH * g.KW;  // the GEMM's K
+  const bool direct = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
+                      pads[2] == 0 && pads[3] == 0;
+  Product p;
+  p.M = mg, p.N = plane, p.K = rows;
+  p.c_stride = M * plane;  // image to image in y
+  const Activation act = epilogue_activation(ctx.attrs);
+  // ReLU with nothing to add after the GEMM goes into cuBLASLt's epilogue.
+  p.relu = act.code == kRelu && !bias && !residual;
+  const cudaStream_t stream = stream_of(ctx);
+  const int64_t per_image = rows * plane * static_cast<int64_t>(sizeof(float));
+  const int64_t chunk = direct ? N : std::clamp<int64_t>(kColumnBytes / per_image, 1, N);
+  std::shared_ptr<Buffer> columns;
+  if (!direct) columns = device_allocator().allocate(static_cast<size_t>(chunk * per_image));
+  for (int64_t first = 0; first < N; first += chunk) {
+    const int64_t images = std::min(chunk, N - first);
+    for (int64_t group = 0; group < g.groups; ++group) {
+      p.a = device_data(w) + group * mg * rows;
+      p.batch = images;
+      p.c = device_data(y) + (first * M + group * mg) * plane;
+      if (direct) {
+        p.b = device_data(x) + (first * g.C + group * cg) * plane;
+        p.b_stride = g.C * plane;
+      } else {
+        float *col = static_cast<float *>(columns->data());
+        check_launch(ctx, launch_im2col(device_data(x), col, g, first, images, group, stream));
+        p.b = col;
+        p.b_stride = rows * plane;
+      }
+      run_product(ctx, p);
+    }
+  }
+  if (columns) {
+    if (CudaStream *own = cuda_stream(ctx.stream))
+      own->retain(std::move(columns));
+    else
+      LUMEN_CUDA(cudaStreamSynchronize(stream));  // nothing else keeps the columns alive
+  }
+  if (bias || residual || (act.code != kNoActivation && !p.relu))
+    check_launch(ctx,
+                 launch_channel_epilogue(device_data(y), bias ? device_data(*bias) : nullptr,
+                                         residual ? device_data(*residual) : nullptr, y.numel(), M,
+                                         plane, act.code, act.alpha, act.beta, stream));
+}
+
+void run_pool(KernelContext &ctx, const PoolGeometry &g) {
+  if (ctx.outputs.size() > 1 && ctx.outputs[1])
+    ctx.fail("the CUDA kernel does not make max pooling's indices");
+  check_launch(
+      ctx, launch_pool2d(device_data(ctx.input(0)), device_data(ctx.output(0)), g, stream_of(ctx)));
+}
+
+template <int Mode>
+void pool2d(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0), &y = ctx.output(0);
+  if (x.rank() != 4) ctx.fail("expects a 4-D input");
+  const auto kernel = ints(ctx, "kernel_shape", {0, 0}), strides = ints(ctx, "strides", {1, 1}),
+             pads = ints(ctx, "pads", {0, 0, 0, 0}), dilations = ints(ctx, "dilations", {1, 1});
+  PoolGeometry g;
+  g.planes = x.shape()[0] * x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
+  g.OH = y.shape()[2], g.OW = y.shape()[3], g.KH = kernel[0], g.KW = kernel[1];
+  g.sh = strides[0], g.sw = strides[1], g.ph = pads[0], g.pw = pads[1];
+  g.ph_end = pads[2], g.pw_end = pads[3], g.dh = dilations[0], g.dw = dilations[1];
+  g.mode = Mode;
+  g.count_include_pad = ctx.attrs.get_int("count_include_pad", 0) != 0;
+  run_pool(ctx, g);
+}
+
+template <int Mode>
+void global_pool(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
+  PoolGeometry g;
+  g.planes = x.shape()[0] * x.shape()[1];
+  g.H = 1, g.W = 1;
+  for (size_t d = 2; d < x.rank(); ++d) g.W *= x.shape()[d];
+  g.OH = g.OW = g.KH = 1, g.KW = g.W;
+  g.mode = Mode;
+  run_pool(ctx, g);
+}
+
+}  // namespace
+
+LUMEN_REGISTER_KERNEL("cuda", "conv2d", conv2d, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "fused_conv", conv2d, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "max_pool2d", pool2d<0>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "avg_pool2d", pool2d<1>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "global_max_pool", global_pool<0>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "global_avg_pool", global_pool<1>, DType::Float32);
+
+}  // namespace lumen::cuda

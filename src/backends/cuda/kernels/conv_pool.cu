@@ -1,0 +1,97 @@
+// Convolution's im2col and channel epilogue, and 2-D pooling, on CUDA. A thread per element, in
+// grid-stride loops.
+#include <cmath>
+
+#include "backends/cuda/kernels/activations.cuh"
+#include "backends/cuda/kernels/launch.h"
+
+namespace lumen::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t count) {
+  const int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+#define LUMEN_GRID_LOOP(i, count)                                               \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (count); \
+       i += int64_t{gridDim.x} * blockDim.x)
+
+__global__ void im2col_kernel(const float *x, float *col, ConvGeometry g, int64_t first,
+                              int64_t images, int64_t group) {
+  const int64_t cg = g.C / g.groups, plane = g.OH * g.OW, columns = images * plane;
+  const int64_t rows = cg * g.KH * g.KW;
+  LUMEN_GRID_LOOP(i, rows * columns) {
+    const int64_t row = i / columns, column = i - row * columns;
+    const int64_t kw = row % g.KW, kh = (row / g.KW) % g.KH, c = row / (g.KW * g.KH);
+    const int64_t n = first + column / plane, p = column % plane;
+    const int64_t ih = (p / g.OW) * g.sh - g.ph + kh * g.dh,
+                  iw = (p % g.OW) * g.sw - g.pw + kw * g.dw;
+    const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+    col[i] = inside ? x[((n * g.C + group * cg + c) * g.H + ih) * g.W + iw] : 0.f;
+  }
+}
+
+__global__ void channel_epilogue_kernel(float *y, const float *bias, const float *residual,
+                                        int64_t count, int64_t C, int64_t plane, unsigned code,
+                                        float alpha, float beta) {
+  LUMEN_GRID_LOOP(i, count) {
+    float v = y[i];
+    if (bias) v += bias[(i / plane) % C];
+    if (residual) v += residual[i];
+    y[i] = activate(code, v, alpha, beta);
+  }
+}
+
+__global__ void pool2d_kernel(const float *x, float *y, PoolGeometry g) {
+  LUMEN_GRID_LOOP(i, g.planes * g.OH * g.OW) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, plane = i / (g.OW * g.OH);
+    const float *in = x + plane * g.H * g.W;
+    float acc = g.mode == 0 ? -INFINITY : 0.f;
+    int64_t count = 0;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = oh * g.sh + kh * g.dh - g.ph;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t iw = ow * g.sw + kw * g.dw - g.pw;
+        if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) {
+          const float v = in[ih * g.W + iw];
+          acc = g.mode == 0 ? ((v > acc || v != v) && acc == acc ? v : acc) : acc + v;
+          ++count;
+        } else if (g.count_include_pad && ih < g.H + g.ph_end && iw < g.W + g.pw_end) {
+          ++count;
+        }
+      }
+    }
+    y[i] = g.mode == 0 ? acc : (count > 0 ? acc / static_cast<float>(count) : 0.f);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_im2col(const float *x, float *col, const ConvGeometry &g, int64_t first,
+                          int64_t images, int64_t group, cudaStream_t stream) {
+  const int64_t count = (g.C / g.groups) * g.KH * g.KW * images * g.OH * g.OW;
+  if (count == 0) return cudaSuccess;
+  im2col_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, col, g, first, images, group);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_channel_epilogue(float *y, const float *bias, const float *residual,
+                                    int64_t count, int64_t C, int64_t plane, unsigned code,
+                                    float alpha, float beta, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  channel_epilogue_kernel<<<blocks_for(count), kThreads, 0, stream>>>(y, bias, residual, count, C,
+                                                                      plane, code, alpha, beta);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pool2d(const float *x, float *y, const PoolGeometry &g, cudaStream_t stream) {
+  const int64_t count = g.planes * g.OH * g.OW;
+  if (count == 0) return cudaSuccess;
+  pool2d_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, g);
+  return cudaGetLastError();
+}
+
+}  // namespace lumen::cuda
