@@ -1,8 +1,9 @@
 // The activations by code, on the device: the numbering of backends/common/activation_code.h
-// (Vulkan's shaders/activations.glsl applies the same formulas).
+// (Vulkan's shaders/activations.glsl applies the same formulas); and the binary ops.
 #pragma once
 
 #include "backends/common/activation_code.h"
+#include "backends/cuda/kernels/launch.h"
 
 namespace lumen::cuda {
 
@@ -47,6 +48,26 @@ __device__ inline float activate(unsigned code, float x, float alpha, float beta
       return erff(x);
     default:
       return x;  // kNoActivation
+  }
+}
+
+// The binary ops by BinaryCode (launch.h).
+__device__ inline float apply_binary(int code, float a, float b) {
+  switch (code) {
+    case kAdd:
+      return a + b;
+    case kSub:
+      return a - b;
+    case kMul:
+      return a * b;
+    case kDiv:
+      return a / b;
+    case kPow:
+      return powf(a, b);
+    case kMax:
+      return (a != a || b != b) ? a + b : fmaxf(a, b);  // NaN propagates, as on the CPU
+    default:
+      return (a != a || b != b) ? a + b : fminf(a, b);
   }
 }
 

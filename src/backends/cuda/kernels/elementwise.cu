@@ -1,5 +1,5 @@
-// Element-wise CUDA kernels: binary ops with broadcasting, activations, strided copies. One
-// thread per output element in a grid-stride loop; operands are read through per-dim strides.
+// Element-wise CUDA kernels: binary ops with broadcasting, activations, fused element-wise chains,
+// strided copies. One thread per output element in a grid-stride loop.
 #include <cmath>
 
 #include "backends/cuda/kernels/activations.cuh"
@@ -26,31 +26,12 @@ __device__ inline void offsets(const Walk &w, int64_t i, int64_t &a, int64_t &b)
   }
 }
 
-__device__ inline float binary(int code, float a, float b) {
-  switch (code) {
-    case kAdd:
-      return a + b;
-    case kSub:
-      return a - b;
-    case kMul:
-      return a * b;
-    case kDiv:
-      return a / b;
-    case kPow:
-      return powf(a, b);
-    case kMax:
-      return (a != a || b != b) ? a + b : fmaxf(a, b);  // NaN propagates, as on the CPU
-    default:
-      return (a != a || b != b) ? a + b : fminf(a, b);
-  }
-}
-
 __global__ void binary_kernel(int code, const float *a, const float *b, float *c, Walk w) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < w.count;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t ia, ib;
     offsets(w, i, ia, ib);
-    c[i] = binary(code, a[ia], b[ib]);
+    c[i] = apply_binary(code, a[ia], b[ib]);
   }
 }
 
@@ -61,6 +42,25 @@ __global__ void unary_kernel(unsigned code, float alpha, float beta, const float
     int64_t ix, unused;
     offsets(w, i, ix, unused);
     y[i] = activate(code, x[ix], alpha, beta);
+  }
+}
+
+__global__ void fused_kernel(FusedProgram p, float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    float v = p.continues ? y[i] : p.operands[0][p.scalar[0] ? 0 : i];
+    for (int s = 0; s < p.steps; ++s) {
+      const int code = p.code[s];
+      if (code >= kFusedBinary) {
+        const int slot = p.operand[s];
+        const float b = p.operands[slot][p.scalar[slot] ? 0 : i];
+        v = p.running_right[s] ? apply_binary(code - kFusedBinary, b, v)
+                               : apply_binary(code - kFusedBinary, v, b);
+      } else {
+        v = activate(static_cast<unsigned>(code), v, p.alpha[s], p.beta[s]);
+      }
+    }
+    y[i] = v;
   }
 }
 
@@ -87,6 +87,13 @@ cudaError_t launch_unary(unsigned code, float alpha, float beta, const float *x,
                          const Walk &walk, cudaStream_t stream) {
   if (walk.count == 0) return cudaSuccess;
   unary_kernel<<<blocks_for(walk.count), kThreads, 0, stream>>>(code, alpha, beta, x, y, walk);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fused_elementwise(const FusedProgram &program, float *y, int64_t n,
+                                     cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  fused_kernel<<<blocks_for(n), kThreads, 0, stream>>>(program, y, n);
   return cudaGetLastError();
 }
 

@@ -28,6 +28,25 @@ cudaError_t launch_binary(int code, const float *a, const float *b, float *c, co
 // walk.stride[0], y written contiguously (y may be x where x is contiguous).
 cudaError_t launch_unary(unsigned code, float alpha, float beta, const float *x, float *y,
                          const Walk &walk, cudaStream_t stream);
+// A fused element-wise chain (fused_elementwise) over n elements: the running value starts at
+// operand 0 (or, where `continues`, at y: a chain longer than one launch holds) and each step
+// applies an activation (code < kFusedBinary: activation_code.h, with alpha and beta) or a
+// binary op (kFusedBinary + BinaryCode) with operand slot `operand`, the running value on the
+// right where `running_right`. Operands hold n elements, or one where `scalar`.
+inline constexpr int kMaxFusedSteps = 32, kMaxFusedOperands = 8, kFusedBinary = 64;
+struct FusedProgram {
+  int steps = 0;
+  bool continues = false;
+  int code[kMaxFusedSteps] = {};
+  int operand[kMaxFusedSteps] = {};
+  bool running_right[kMaxFusedSteps] = {};
+  float alpha[kMaxFusedSteps] = {}, beta[kMaxFusedSteps] = {};
+  const float *operands[kMaxFusedOperands] = {};
+  bool scalar[kMaxFusedOperands] = {};
+};
+cudaError_t launch_fused_elementwise(const FusedProgram &program, float *y, int64_t n,
+                                     cudaStream_t stream);
+
 // y = x element by element (elements of 1, 2, 4 or 8 bytes), x read at walk.stride[0], y
 // written at walk.stride[1] from element offset 0.
 cudaError_t launch_strided_copy(int element_bytes, const void *x, void *y, const Walk &walk,

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "backends/common/activation_code.h"
+#include "backends/common/fused_chain_pieces.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "graph/ops/fused_elementwise_steps.h"
 #include "vulkan_shaders.h"
@@ -36,48 +37,8 @@ bool parametric(const fused::Step &s) {
   }
 }
 
-// One dispatch's share of the chain: steps [begin, end), and the inputs in slots 2.. (slot 1 is
-// always input 0).
-struct Piece {
-  size_t begin = 0, end = 0;
-  std::vector<int64_t> inputs;
-};
-
-std::vector<Piece> split(const std::vector<fused::Step> &steps) {
-  std::vector<Piece> pieces;
-  Piece piece;
-  size_t params = 0;
-  // Whether step s reads an input the piece has no slot for yet (input 0 always has one).
-  const auto new_input = [&](const fused::Step &s) {
-    return s.info->binary && s.operand != 0 &&
-           std::find(piece.inputs.begin(), piece.inputs.end(), s.operand) == piece.inputs.end();
-  };
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const fused::Step &s = steps[i];
-    if (i - piece.begin == kMaxSteps || (parametric(s) && params + 2 > kMaxParams) ||
-        (new_input(s) && piece.inputs.size() + 1 == kSlots)) {
-      piece.end = i;
-      pieces.push_back(std::move(piece));
-      piece = Piece{.begin = i};
-      params = 0;
-    }
-    if (new_input(s)) piece.inputs.push_back(s.operand);
-    if (parametric(s)) params += 2;
-  }
-  piece.end = steps.size();
-  pieces.push_back(std::move(piece));
-  return pieces;
-}
-
-// Whether a dispatch after the first reads input 0, which the first may have overwritten (the
-// planner lets an element-wise op write over its input 0).
-bool later_piece_reads_input0(const std::vector<fused::Step> &steps,
-                              const std::vector<Piece> &pieces) {
-  for (size_t p = 1; p < pieces.size(); ++p)
-    for (size_t i = pieces[p].begin; i < pieces[p].end; ++i)
-      if (steps[i].info->binary && steps[i].operand == 0) return true;
-  return false;
-}
+constexpr ChainLimits kLimits{
+    .steps = kMaxSteps, .operands = kSlots, .params = kMaxParams, .parametric = parametric};
 
 uint32_t binary_code(fused::StepKind kind) {
   switch (kind) {
@@ -97,20 +58,12 @@ uint32_t binary_code(fused::StepKind kind) {
 }
 
 std::string limits(const NodeQuery &node) {
-  try {
-    const std::vector<fused::Step> steps =
-        fused::decode_steps(node.attributes(), node.inputs.size());
-    if (later_piece_reads_input0(steps, split(steps)))
-      return "a chain this long that reads input 0 again after its first dispatch";
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return {};
+  return chain_unsupported(node, kLimits);
 }
 
 void fused_elementwise(KernelContext &ctx) {
   const std::vector<fused::Step> steps = fused::decode_steps(ctx.attrs, ctx.inputs.size());
-  const std::vector<Piece> pieces = split(steps);
+  const std::vector<ChainPiece> pieces = split_chain(steps, kLimits);
   const Tensor &x0 = ctx.input(0);
   Tensor &y = ctx.output(0);
   const int64_t n = y.numel();
@@ -120,7 +73,7 @@ void fused_elementwise(KernelContext &ctx) {
     ctx.fail("the chain reads input 0 after its first dispatch, which overwrote it");
   const Groups g = groups_for(static_cast<uint64_t>(n));
   for (size_t p = 0; p < pieces.size(); ++p) {
-    const Piece &piece = pieces[p];
+    const ChainPiece &piece = pieces[p];
     Push push{};
     push.n = static_cast<uint32_t>(n);
     push.y_off = element_offset(y);
