@@ -126,6 +126,38 @@ std::vector<Case> gpu_op_cases() {
                1e-4});
   c.push_back({"layer_norm", {r({5, 700}, 68), scalar(1.5f), scalar(-0.5f)}, {}, 1e-4, 1e-4});
 
+  // Attention: rank 4; rank 3 with grouped-query heads, a bool mask (every other key of row 1
+  // hidden, row 2 of batch 1 fully masked) and causality; a float mask broadcast over batch and
+  // heads and shorter than the keys (the rest masked), with softcap; a sliding window.
+  const auto q_rows = [](int64_t batch, int64_t seq, int64_t width, uint64_t seed) {
+    return random_tensor({batch, seq, width}, seed, -1, 1);
+  };
+  c.push_back({"attention",
+               {r({2, 4, 5, 8}, 300), r({2, 4, 7, 8}, 301), r({2, 4, 7, 6}, 302)},
+               {},
+               1e-4,
+               1e-5});
+  Tensor hide = Tensor::empty({2, 1, 5, 5}, DType::Bool);
+  for (int64_t i = 0; i < hide.numel(); ++i)
+    hide.data<bool>()[i] = !((i / 5) % 5 == 1 && i % 2) && !(i >= 25 && (i / 5) % 5 == 2);
+  c.push_back(
+      {"attention",
+       {q_rows(2, 5, 32, 303), q_rows(2, 5, 16, 304), q_rows(2, 5, 16, 305), hide},
+       Attributes{
+           {"q_num_heads", int64_t{4}}, {"kv_num_heads", int64_t{2}}, {"is_causal", int64_t{1}}},
+       1e-4,
+       1e-5});
+  c.push_back({"attention",
+               {r({1, 2, 3, 4}, 306), r({1, 2, 6, 4}, 307), r({1, 2, 6, 4}, 308), r({3, 4}, 309)},
+               Attributes{{"softcap", 2.0}, {"scale", 0.7}},
+               1e-4,
+               1e-5});
+  c.push_back({"attention",
+               {r({1, 2, 6, 4}, 310), r({1, 2, 6, 4}, 311), r({1, 2, 6, 4}, 312)},
+               Attributes{{"left_window_size", int64_t{2}}, {"right_window_size", int64_t{1}}},
+               1e-4,
+               1e-5});
+
   const double conv_rtol = 1e-4, conv_atol = 1e-4;
   c.push_back({"conv2d",
                {r({1, 3, 9, 11}, 70), r({4, 3, 3, 3}, 71), r({4}, 72)},

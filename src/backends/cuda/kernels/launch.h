@@ -111,4 +111,25 @@ cudaError_t launch_gather(int element_bytes, const void *data, const void *indic
                           bool indices_int64, void *y, int64_t outer, int64_t axis_len,
                           int64_t n_indices, int64_t inner, cudaStream_t stream);
 
+// Scaled dot-product attention (ONNX Attention without a KV cache): a block per query row, the
+// keys taken in chunks with a running softmax (no [Sq, Skv] matrix in memory). Element (b, h, s,
+// d) of Q is at q[b * q_stride[0] + h * q_stride[1] + s * q_stride[2] + d] (K, V with their kv
+// head h / (q_heads / kv_heads)); Y likewise. The mask (bool: attend where true; float: added) is
+// right-aligned to [B, Hq, Sq, Skv] through mask_dims (1: broadcast), positions past its last
+// dim masked.
+struct AttentionParams {
+  int64_t batch = 0, q_heads = 0, kv_heads = 0, q_seq = 0, kv_seq = 0, dk = 0, dv = 0;
+  const float *q = nullptr, *k = nullptr, *v = nullptr;
+  float *y = nullptr;
+  int64_t q_stride[3] = {}, k_stride[3] = {}, v_stride[3] = {}, y_stride[3] = {};
+  const void *mask = nullptr;
+  bool mask_bool = false;
+  int64_t mask_dims[4] = {1, 1, 1, 1};
+  float scale = 1, softcap = 0;
+  bool causal = false;
+  int64_t left_window = -1, right_window = -1;
+};
+inline constexpr int64_t kMaxAttentionValueSize = 1024;
+cudaError_t launch_attention(const AttentionParams &p, cudaStream_t stream);
+
 }  // namespace lumen::cuda
