@@ -19,6 +19,9 @@ step() { echo "== $* ($(date +%T))" | tee -a "$OUT/summary.txt"; }
 
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >>"$OUT/summary.txt"
 export LD_LIBRARY_PATH="$DEPS/lib:${LD_LIBRARY_PATH:-}"
+[[ -d $DEPS ]] || echo "no $DEPS: run tools/gpu_deps.sh where apt works and carry it" | tee -a "$OUT/summary.txt"
+"$DEPS/bin/protoc" --version >/dev/null 2>&1 ||
+  echo "the carried protoc does not run here (glibc 2.34 / libstdc++ 3.4.29 needed)" | tee -a "$OUT/summary.txt"
 if [[ ! -x $BUILD/tests/lumen_tests ]]; then
   step "configure and build in $BUILD"
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)

@@ -13,6 +13,8 @@ rm -rf "$DEST" && mkdir -p "$DEST"/{include,lib/"$ARCH"/cmake,bin}
 cp -L /usr/include/"$ARCH"/openblas-pthread/*.h "$DEST/include/"
 cp -L /usr/lib/"$ARCH"/openblas-pthread/libopenblas.so.0 "$DEST/lib/"
 ln -s libopenblas.so.0 "$DEST/lib/libopenblas.so"
+# OpenBLAS' own dependencies, which a machine without Fortran may lack.
+cp -L /usr/lib/"$ARCH"/libgfortran.so.5 /usr/lib/"$ARCH"/libquadmath.so.0 "$DEST/lib/"
 cp -r /usr/include/google "$DEST/include/"
 for lib in protobuf protobuf-lite protoc; do
   cp -L /usr/lib/"$ARCH"/lib$lib.so.32 "$DEST/lib/"
