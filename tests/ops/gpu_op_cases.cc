@@ -125,6 +125,14 @@ std::vector<Case> gpu_op_cases() {
                1e-4,
                1e-4});
   c.push_back({"layer_norm", {r({5, 700}, 68), scalar(1.5f), scalar(-0.5f)}, {}, 1e-4, 1e-4});
+  c.push_back(
+      {"rms_norm", {r({4, 6, 96}, 69), r({96}, 70)}, Attributes{{"epsilon", 1e-3}}, 1e-4, 1e-4});
+  c.push_back({"rms_norm",
+               {r({4, 6, 40}, 71), r({6, 40}, 72)},
+               Attributes{{"axis", int64_t{-2}}},
+               1e-4,
+               1e-4});
+  c.push_back({"rms_norm", {r({5, 700}, 73), scalar(0.5f)}, {}, 1e-4, 1e-4});
 
   // Attention: rank 4; rank 3 with grouped-query heads, a bool mask (every other key of row 1
   // hidden, row 2 of batch 1 fully masked) and causality; a float mask broadcast over batch and

@@ -57,10 +57,10 @@ cudaError_t launch_softmax(const float *x, float *y, int64_t rows, int64_t len, 
                            bool log, cudaStream_t stream);
 // Layer normalization of `rows` contiguous rows of `len`: y = (x - mean) * inv_std * scale +
 // bias (scale and bias strides 1 or 0; bias may be null); mean and inv_std (per row) written
-// where not null.
+// where not null. `rms`: RMS normalization, the mean taken as 0.
 cudaError_t launch_layer_norm(const float *x, const float *scale, int64_t scale_stride,
                               const float *bias, int64_t bias_stride, float *y, float *mean,
-                              float *inv_std, int64_t rows, int64_t len, float epsilon,
+                              float *inv_std, int64_t rows, int64_t len, float epsilon, bool rms,
                               cudaStream_t stream);
 
 // Convolution as im2col + GEMM: for `images` images from `first`, the columns of group `group`

@@ -1,5 +1,5 @@
-// Row kernels on CUDA: softmax / log-softmax along any axis and layer normalization. A block of
-// 256 threads per row (block_reduce.cuh).
+// Row kernels on CUDA: softmax / log-softmax along any axis, layer and RMS normalization. A block
+// of 256 threads per row (block_reduce.cuh).
 #include <cmath>
 
 #include "backends/cuda/kernels/block_reduce.cuh"
@@ -28,13 +28,14 @@ __global__ void softmax_kernel(const float *x, float *y, int64_t len, int64_t in
 
 __global__ void layer_norm_kernel(const float *x, const float *scale, int64_t scale_stride,
                                   const float *bias, int64_t bias_stride, float *y, float *mean,
-                                  float *inv_std, int64_t len, float epsilon) {
+                                  float *inv_std, int64_t len, float epsilon, bool rms) {
   const int64_t row = blockIdx.x;
   const float *in = x + row * len;
   float *out = y + row * len;
   float s = 0.f;
-  for (int64_t k = threadIdx.x; k < len; k += kThreads) s += in[k];
-  const float mu = block_reduce(s, Sum()) / static_cast<float>(len);
+  if (!rms)
+    for (int64_t k = threadIdx.x; k < len; k += kThreads) s += in[k];
+  const float mu = rms ? 0.f : block_reduce(s, Sum()) / static_cast<float>(len);
   float d2 = 0.f;  // two passes: the variance of values far from zero keeps its digits
   for (int64_t k = threadIdx.x; k < len; k += kThreads) d2 += (in[k] - mu) * (in[k] - mu);
   const float inv = rsqrtf(block_reduce(d2, Sum()) / static_cast<float>(len) + epsilon);
@@ -60,12 +61,12 @@ cudaError_t launch_softmax(const float *x, float *y, int64_t rows, int64_t len, 
 
 cudaError_t launch_layer_norm(const float *x, const float *scale, int64_t scale_stride,
                               const float *bias, int64_t bias_stride, float *y, float *mean,
-                              float *inv_std, int64_t rows, int64_t len, float epsilon,
+                              float *inv_std, int64_t rows, int64_t len, float epsilon, bool rms,
                               cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (rows > 0x7fffffff) return cudaErrorInvalidValue;
   layer_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      x, scale, scale_stride, bias, bias_stride, y, mean, inv_std, len, epsilon);
+      x, scale, scale_stride, bias, bias_stride, y, mean, inv_std, len, epsilon, rms);
   return cudaGetLastError();
 }
 
