@@ -224,6 +224,12 @@ std::vector<Case> gpu_op_cases() {
                           {"activation_approximate", "tanh"}},
                conv_rtol,
                conv_atol});
+  // ReLU alone (no bias or residual): CUDA applies it in cuBLASLt's epilogue.
+  c.push_back({"fused_conv",
+               {r({2, 32, 6, 6}, 143), r({48, 32, 1, 1}, 144)},
+               Attributes{{"activation", "relu"}},
+               conv_rtol,
+               conv_atol});
   c.push_back({"fused_gemm",
                {r({70, 20}, 140), r({90, 20}, 141), r({90}, 142)},
                Attributes{{"transB", int64_t{1}}, {"alpha", 0.5}, {"activation", "sigmoid"}},

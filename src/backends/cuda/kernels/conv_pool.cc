@@ -1,6 +1,7 @@
 // 2-D convolution and fused_conv (epilogue: bias, residual, activation) on CUDA as im2col +
 // cuBLASLt GEMM per group (a 1x1 convolution with stride 1 and no padding reads the input as
-// its own columns), any kernel size, stride, dilation, padding and group count; and 2-D pooling
+// its own columns), or directly for depthwise and other narrow groups; any kernel size, stride,
+// dilation, padding and group count; and 2-D pooling
 // (max, average, and the global forms as one window over the whole plane), float32 NCHW.
 #include <algorithm>
 
@@ -50,13 +51,27 @@ void conv2d(KernelContext &ctx) {
   const int64_t rows = cg * g.KH * g.KW;  // the GEMM's K
   const bool direct = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
                       pads[2] == 0 && pads[3] == 0;
+  const Activation act = epilogue_activation(ctx.attrs);
+  const cudaStream_t stream = stream_of(ctx);
+  const auto epilogue = [&](bool relu_done) {
+    if (bias || residual || (act.code != kNoActivation && !relu_done))
+      check_launch(
+          ctx, launch_channel_epilogue(device_data(y), bias ? device_data(*bias) : nullptr,
+                                       residual ? device_data(*residual) : nullptr, y.numel(), M,
+                                       plane, act.code, act.alpha, act.beta, stream));
+  };
+  // Depthwise and other narrow groups: one direct pass (a GEMM per group would be mostly launch
+  // overhead and padding).
+  if (mg < 16 || rows < 16) {
+    check_launch(
+        ctx, launch_conv_direct(device_data(x), device_data(w), device_data(y), g, N, M, stream));
+    return epilogue(false);
+  }
   Product p;
   p.M = mg, p.N = plane, p.K = rows;
   p.c_stride = M * plane;  // image to image in y
-  const Activation act = epilogue_activation(ctx.attrs);
   // ReLU with nothing to add after the GEMM goes into cuBLASLt's epilogue.
   p.relu = act.code == kRelu && !bias && !residual;
-  const cudaStream_t stream = stream_of(ctx);
   const int64_t per_image = rows * plane * static_cast<int64_t>(sizeof(float));
   const int64_t chunk = direct ? N : std::clamp<int64_t>(kColumnBytes / per_image, 1, N);
   std::shared_ptr<Buffer> columns;
@@ -85,11 +100,7 @@ void conv2d(KernelContext &ctx) {
     else
       LUMEN_CUDA(cudaStreamSynchronize(stream));  // nothing else keeps the columns alive
   }
-  if (bias || residual || (act.code != kNoActivation && !p.relu))
-    check_launch(ctx,
-                 launch_channel_epilogue(device_data(y), bias ? device_data(*bias) : nullptr,
-                                         residual ? device_data(*residual) : nullptr, y.numel(), M,
-                                         plane, act.code, act.alpha, act.beta, stream));
+  epilogue(p.relu);
 }
 
 void run_pool(KernelContext &ctx, const PoolGeometry &g) {

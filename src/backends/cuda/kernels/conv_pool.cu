@@ -1,5 +1,5 @@
-// Convolution's im2col and channel epilogue, and 2-D pooling, on CUDA. A thread per element, in
-// grid-stride loops.
+// Convolution's im2col, direct form and channel epilogue, and 2-D pooling, on CUDA. A thread per
+// element, in grid-stride loops.
 #include <cmath>
 
 #include "backends/cuda/kernels/activations.cuh"
@@ -31,6 +31,29 @@ __global__ void im2col_kernel(const float *x, float *col, ConvGeometry g, int64_
                   iw = (p % g.OW) * g.sw - g.pw + kw * g.dw;
     const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
     col[i] = inside ? x[((n * g.C + group * cg + c) * g.H + ih) * g.W + iw] : 0.f;
+  }
+}
+
+__global__ void conv_direct_kernel(const float *x, const float *w, float *y, ConvGeometry g,
+                                   int64_t N, int64_t M) {
+  const int64_t cg = g.C / g.groups, mg = M / g.groups;
+  LUMEN_GRID_LOOP(i, N * M * g.OH * g.OW) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % M;
+    const int64_t n = i / (g.OW * g.OH * M), c0 = (m / mg) * cg;
+    float acc = 0.f;
+    for (int64_t c = 0; c < cg; ++c) {
+      const float *in = x + (n * g.C + c0 + c) * g.H * g.W;
+      const float *filter = w + (m * cg + c) * g.KH * g.KW;
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          if (iw >= 0 && iw < g.W) acc += in[ih * g.W + iw] * filter[kh * g.KW + kw];
+        }
+      }
+    }
+    y[i] = acc;
   }
 }
 
@@ -75,6 +98,14 @@ cudaError_t launch_im2col(const float *x, float *col, const ConvGeometry &g, int
   const int64_t count = (g.C / g.groups) * g.KH * g.KW * images * g.OH * g.OW;
   if (count == 0) return cudaSuccess;
   im2col_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, col, g, first, images, group);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_conv_direct(const float *x, const float *w, float *y, const ConvGeometry &g,
+                               int64_t N, int64_t M, cudaStream_t stream) {
+  const int64_t count = N * M * g.OH * g.OW;
+  if (count == 0) return cudaSuccess;
+  conv_direct_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, w, y, g, N, M);
   return cudaGetLastError();
 }
 

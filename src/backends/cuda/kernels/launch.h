@@ -72,6 +72,10 @@ struct ConvGeometry {
 };
 cudaError_t launch_im2col(const float *x, float *col, const ConvGeometry &g, int64_t first,
                           int64_t images, int64_t group, cudaStream_t stream);
+// The same convolution computed directly, a thread per output element of N images of M channels:
+// for depthwise and other narrow groups, where a GEMM per group would be mostly launch overhead.
+cudaError_t launch_conv_direct(const float *x, const float *w, float *y, const ConvGeometry &g,
+                               int64_t N, int64_t M, cudaStream_t stream);
 // y[n, c, p] = activation(y + bias[c] + residual[n, c, p]) over `count` elements of C channels of
 // `plane` elements; bias and residual may be null.
 cudaError_t launch_channel_epilogue(float *y, const float *bias, const float *residual,
