@@ -63,10 +63,11 @@ class Model:
         ``adaptive``: the second and third runs are timed step by step, and where a step that
         matters took over twice or under half the router's estimate, the timings are kept and
         the graph is placed again between runs (at most 3 times; ``replans()`` says why).
-        ``input_device`` / ``output_device``: the backend ("vulkan") whose memory the caller's
-        inputs are in (``lumen.to_device(x, "vulkan")``) and the outputs are returned in (as
-        lumen.Tensor; ``t.to("cpu")`` reads them); the plan copies only what other devices need.
-        Default: host memory (NumPy)."""
+        ``input_device`` / ``output_device``: the backend ("vulkan", "cuda") whose memory the
+        caller's inputs are in (``lumen.to_device(x, "vulkan")``; CUDA tensors of PyTorch or CuPy
+        are read in place through DLPack) and the outputs are returned in (as lumen.Tensor;
+        ``t.to("cpu")`` reads them, ``torch.from_dlpack(t)`` a CUDA one in place); the plan copies
+        only what other devices need. Default: host memory (NumPy)."""
         graph = self.graph.clone()
         report = graph.optimize(opt_level, dump_passes, backend)
         if runtime is None:

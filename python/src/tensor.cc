@@ -215,8 +215,8 @@ buffer. Copying a Tensor object shares memory; ``clone()`` copies. ``lumen.Tenso
             return to_device(t, backend);
           },
           nb::arg("backend"),
-          "This tensor in the memory of `backend` ('cpu': host memory, 'vulkan': a Vulkan "
-          "buffer): itself where it is there already, else a copy. Feeds and reads plans compiled "
+          "This tensor in the memory of `backend` ('cpu': host memory; 'vulkan', 'cuda': the "
+          "GPU's): itself where it is there already, else a copy. Feeds and reads plans compiled "
           "with input_device / output_device.");
 
   m.def(
