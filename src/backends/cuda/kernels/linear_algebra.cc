@@ -2,6 +2,11 @@
 // output first and accumulated onto (beta), ReLU runs in cuBLASLt's epilogue, other activations
 // in one element-wise pass after it. FP32 by default; LUMEN_CUDA_PRECISION=tf32 lets cuBLASLt
 // use TF32 tensor cores (the device description, and so `lumen inspect`, names it).
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
 #include "backends/common/activation_code.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_device.h"
@@ -37,6 +42,53 @@ cublasLtMatrixLayout_t layout(Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayout
   }
   return owned.value;
 }
+
+// The largest power of two (up to 256) dividing an address: what cuBLASLt's kernels may assume.
+uint32_t alignment(const void *p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 4 && a % align) align /= 2;
+  return align;
+}
+
+// cuBLASLt's choice of algorithm for a problem, asked once per problem (an implicit query on
+// every call costs tens of microseconds): by shape, strides, flags and operand alignments.
+class AlgoCache {
+ public:
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int,
+                         uint32_t, uint32_t, uint32_t>;
+  // nullptr where cuBLASLt offers none (the call then lets it choose itself).
+  const cublasLtMatmulAlgo_t *find(const Key &key, cublasLtHandle_t blas, cublasLtMatmulDesc_t desc,
+                                   cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                   cublasLtMatrixLayout_t c, size_t workspace) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = algos_.find(key);
+    if (it == algos_.end()) {
+      Owned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
+      LUMEN_CUDA(cublasLtMatmulPreferenceCreate(&pref.value));
+      LUMEN_CUDA(cublasLtMatmulPreferenceSetAttribute(
+          pref.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+      const uint32_t aligns[3] = {std::get<8>(key), std::get<9>(key), std::get<10>(key)};
+      const cublasLtMatmulPreferenceAttributes_t which[3] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES};
+      for (int i = 0; i < 3; ++i)
+        LUMEN_CUDA(cublasLtMatmulPreferenceSetAttribute(pref.value, which[i], &aligns[i],
+                                                        sizeof(aligns[i])));
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      const cublasStatus_t status =
+          cublasLtMatmulAlgoGetHeuristic(blas, desc, a, b, c, c, pref.value, 1, &result, &found);
+      it = algos_.emplace(key, std::optional<cublasLtMatmulAlgo_t>()).first;
+      if (status == CUBLAS_STATUS_SUCCESS && found > 0) it->second = result.algo;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, std::optional<cublasLtMatmulAlgo_t>> algos_;
+};
 
 }  // namespace
 
@@ -82,9 +134,19 @@ void run_product(KernelContext &ctx, const Product &p) {
   layout(la, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.batch, p.a_stride);
   layout(lc, p.N, p.M, p.N, p.batch, p.c_stride ? p.c_stride : p.M * p.N);
   void *workspace = own ? own->workspace(kWorkspace) : nullptr;
+  const size_t workspace_bytes = workspace ? kWorkspace : 0;
+  static auto *algos = new AlgoCache;  // never destroyed: runs may outlive static destruction
+  const int flags = (p.ta ? 1 : 0) | (p.tb ? 2 : 0) | (p.relu ? 4 : 0) | (p.beta != 0 ? 8 : 0) |
+                    (device.tf32() ? 16 : 0) | (workspace ? 32 : 0);
+  // cuBLASLt's first operand is B's buffer, its second A's.
+  const AlgoCache::Key key{p.M,           p.N,        p.K,   p.batch,        p.a_stride,
+                           p.b_stride,    p.c_stride, flags, alignment(p.b), alignment(p.a),
+                           alignment(p.c)};
+  const cublasLtMatmulAlgo_t *algo =
+      algos->find(key, device.blas(), desc.value, lb.value, la.value, lc.value, workspace_bytes);
   LUMEN_CUDA(cublasLtMatmul(device.blas(), desc.value, &p.alpha, p.b, lb.value, p.a, la.value,
-                            &p.beta, p.c, lc.value, p.c, lc.value, nullptr, workspace,
-                            workspace ? kWorkspace : 0, stream));
+                            &p.beta, p.c, lc.value, p.c, lc.value, algo, workspace, workspace_bytes,
+                            stream));
 }
 
 namespace {
