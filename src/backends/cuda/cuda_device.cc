@@ -58,8 +58,14 @@ bool CudaDevice::open(int index, std::string &why_not) {
                   properties_.minor, "; Lumen's CUDA kernels need 7.0 or newer");
     return false;
   }
-  const char *precision = std::getenv("LUMEN_CUDA_PRECISION");
-  tf32_ = precision && std::string(precision) == "tf32";
+  if (const char *precision = std::getenv("LUMEN_CUDA_PRECISION"); precision && *precision) {
+    precision_ = precision;
+    if (precision_ != "fp32" && precision_ != "tf32" && precision_ != "fp16" &&
+        precision_ != "bf16") {
+      why_not = str("LUMEN_CUDA_PRECISION=", precision_, ": expected fp32, tf32, fp16 or bf16");
+      return false;
+    }
+  }
   return true;
 }
 
@@ -75,7 +81,7 @@ std::string CudaDevice::description() const {
   const auto version = [](int v) { return str(v / 1000, ".", (v % 1000) / 10); };
   return str(properties_.name, " / sm_", properties_.major, properties_.minor, " / ",
              static_cast<double>(properties_.totalGlobalMem) / (1ull << 30), " GiB / driver ",
-             version(driver_), " / runtime ", version(runtime_), tf32_ ? " / tf32" : " / fp32");
+             version(driver_), " / runtime ", version(runtime_), " / ", precision_);
 }
 
 namespace {

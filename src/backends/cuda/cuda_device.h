@@ -25,8 +25,10 @@ class CudaDevice {
   const cudaDeviceProp &properties() const { return properties_; }
   // One cuBLASLt handle for the process (it holds no stream: each call names its own).
   cublasLtHandle_t blas() const { return blas_; }
-  // Whether MatMul/Gemm may use TF32 tensor cores (LUMEN_CUDA_PRECISION=tf32; default FP32).
-  bool tf32() const { return tf32_; }
+  // How MatMul, Gemm and convolution GEMMs compute on float32 data: "fp32" (the default), or,
+  // opted into with LUMEN_CUDA_PRECISION, "tf32", "fp16" or "bf16" (cuBLASLt converts the
+  // operands down and accumulates in FP32 on tensor cores: faster, fewer digits).
+  const std::string &precision() const { return precision_; }
   // "NVIDIA H200 / sm_90 / 139.8 GiB / driver 13.0 / runtime 13.0 / fp32": what measurements
   // are keyed by.
   std::string description() const;
@@ -35,7 +37,7 @@ class CudaDevice {
   int index_ = -1;
   cudaDeviceProp properties_{};
   cublasLtHandle_t blas_ = nullptr;
-  bool tf32_ = false;
+  std::string precision_ = "fp32";
   int driver_ = 0, runtime_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // MatMul and Gemm on CUDA through cuBLASLt, and their fused forms: the bias is broadcast into the
 // output first and accumulated onto (beta), ReLU runs in cuBLASLt's epilogue, other activations
-// in one element-wise pass after it. FP32 by default; LUMEN_CUDA_PRECISION=tf32 lets cuBLASLt
-// use TF32 tensor cores (the device description, and so `lumen inspect`, names it).
+// in one element-wise pass after it. FP32 by default; LUMEN_CUDA_PRECISION=tf32, fp16 or bf16
+// lets cuBLASLt compute on tensor cores (the device description, and so `lumen inspect` and the
+// cost cache, name it).
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,6 +42,13 @@ cublasLtMatrixLayout_t layout(Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayout
         owned.value, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   }
   return owned.value;
+}
+
+cublasComputeType_t compute_type(const std::string &precision) {
+  if (precision == "tf32") return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (precision == "fp16") return CUBLAS_COMPUTE_32F_FAST_16F;
+  if (precision == "bf16") return CUBLAS_COMPUTE_32F_FAST_16BF;
+  return CUBLAS_COMPUTE_32F;
 }
 
 // The largest power of two (up to 256) dividing an address: what cuBLASLt's kernels may assume.
@@ -114,8 +122,7 @@ void run_product(KernelContext &ctx, const Product &p) {
   CudaStream *own = cuda_stream(ctx.stream);
   const cudaStream_t stream = stream_of(ctx);
   Owned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy> desc;
-  LUMEN_CUDA(cublasLtMatmulDescCreate(
-      &desc.value, device.tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LUMEN_CUDA(cublasLtMatmulDescCreate(&desc.value, compute_type(device.precision()), CUDA_R_32F));
   const cublasOperation_t op_b = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                           op_a = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   LUMEN_CUDA(
@@ -137,7 +144,7 @@ void run_product(KernelContext &ctx, const Product &p) {
   const size_t workspace_bytes = workspace ? kWorkspace : 0;
   static auto *algos = new AlgoCache;  // never destroyed: runs may outlive static destruction
   const int flags = (p.ta ? 1 : 0) | (p.tb ? 2 : 0) | (p.relu ? 4 : 0) | (p.beta != 0 ? 8 : 0) |
-                    (device.tf32() ? 16 : 0) | (workspace ? 32 : 0);
+                    (workspace ? 16 : 0);
   // cuBLASLt's first operand is B's buffer, its second A's.
   const AlgoCache::Key key{p.M,           p.N,        p.K,   p.batch,        p.a_stride,
                            p.b_stride,    p.c_stride, flags, alignment(p.b), alignment(p.a),
