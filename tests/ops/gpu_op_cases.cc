@@ -1,6 +1,7 @@
 #include "gpu_op_cases.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/kernel.h"
@@ -165,6 +166,41 @@ std::vector<Case> gpu_op_cases() {
                Attributes{{"left_window_size", int64_t{2}}, {"right_window_size", int64_t{1}}},
                1e-4,
                1e-5});
+
+  // Cast between the standard dtypes (inputs of other dtypes made by the CPU's cast), with values
+  // past int8's range, negatives and NaN; where with broadcasting; the comparisons.
+  const auto cast_to = [](const Tensor &t, const char *to) {
+    return call_op("cast", {t}, Attributes{{"to", to}}, "cpu")[0];
+  };
+  Tensor wide = random_tensor({4, 33}, 320, -300, 300);
+  wide.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  wide.data<float>()[6] = 0.f;
+  for (const char *to :
+       {"float16", "bfloat16", "float64", "int8", "int32", "int64", "uint8", "bool"})
+    c.push_back({"cast", {wide}, Attributes{{"to", to}}, 0, 0});
+  const Tensor ints32 = cast_to(random_tensor({4, 33}, 321, -1e5, 1e5), "int32");
+  const Tensor ints64 = cast_to(random_tensor({4, 33}, 322, -1e6, 1e6), "int64");
+  c.push_back({"cast", {ints32}, Attributes{{"to", "int64"}}, 0, 0});
+  c.push_back({"cast", {ints32}, Attributes{{"to", "int8"}}, 0, 0});
+  c.push_back({"cast", {ints64}, Attributes{{"to", "float32"}}, 0, 0});
+  c.push_back({"cast", {ints64}, Attributes{{"to", "int32"}}, 0, 0});
+  c.push_back({"cast", {cast_to(wide, "float16")}, Attributes{{"to", "float32"}}, 0, 0});
+  c.push_back({"cast", {cast_to(wide, "bool")}, Attributes{{"to", "float32"}}, 0, 0});
+  Tensor flags = cast_to(random_tensor({4, 1, 5}, 323, -1, 1), "bool");
+  c.push_back({"where", {flags, r({4, 3, 5}, 324), r({5}, 325)}, {}, 0, 0});
+  c.push_back({"where",
+               {flags, cast_to(r({4, 3, 5}, 328, -50, 50), "int64"),
+                cast_to(r({1, 5}, 329, -50, 50), "int64")},
+               {},
+               0,
+               0});
+  for (const char *op : {"equal", "less", "greater", "less_equal", "greater_equal"}) {
+    Tensor a = random_tensor({3, 4, 5}, 326, -2, 2), b = random_tensor({4, 1}, 327, -2, 2);
+    a.data<float>()[0] = b.data<float>()[0];  // an equal pair
+    c.push_back({op, {a, b}, {}, 0, 0});
+    c.push_back({op, {cast_to(a, "int32"), cast_to(b, "int32")}, {}, 0, 0});
+    c.push_back({op, {cast_to(a, "int64"), cast_to(b, "int64")}, {}, 0, 0});
+  }
 
   const double conv_rtol = 1e-4, conv_atol = 1e-4;
   c.push_back({"conv2d",

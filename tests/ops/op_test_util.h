@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scalar.h"
 #include "lumen/lumen.h"
 
 namespace lumen::testing {
@@ -63,6 +64,10 @@ inline double element_as_double(const Tensor &t, int64_t i) {
       return double(t.data<uint64_t>()[i]);
     case DType::Bool:
       return t.data<bool>()[i];
+    case DType::Float16:
+      return scalar::half_to_float(t.data<Float16>()[i]);
+    case DType::BFloat16:
+      return scalar::bfloat16_to_float(t.data<BFloat16>()[i]);
     default:
       ADD_FAILURE() << "element_as_double: unsupported dtype";
       return 0;

@@ -3,21 +3,11 @@
 #include <cmath>
 
 #include "backends/cuda/kernels/activations.cuh"
+#include "backends/cuda/kernels/grid.cuh"
 #include "backends/cuda/kernels/launch.h"
 
 namespace lumen::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
-#define LUMEN_GRID_LOOP(i, count)                                               \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (count); \
-       i += int64_t{gridDim.x} * blockDim.x)
 
 __global__ void im2col_kernel(const float *x, float *col, ConvGeometry g, int64_t first,
                               int64_t images, int64_t group) {

@@ -3,51 +3,31 @@
 #include <cmath>
 
 #include "backends/cuda/kernels/activations.cuh"
+#include "backends/cuda/kernels/grid.cuh"
 #include "backends/cuda/kernels/launch.h"
 
 namespace lumen::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t count) {
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
-// Element offsets of output element i in the two operands.
-__device__ inline void offsets(const Walk &w, int64_t i, int64_t &a, int64_t &b) {
-  a = 0, b = 0;
-  for (int d = w.rank - 1; d >= 0; --d) {
-    const int64_t n = w.shape[d], q = i / n, r = i - q * n;
-    a += r * w.stride[0][d];
-    b += r * w.stride[1][d];
-    i = q;
-  }
-}
-
 __global__ void binary_kernel(int code, const float *a, const float *b, float *c, Walk w) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < w.count;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t ia, ib;
-    offsets(w, i, ia, ib);
-    c[i] = apply_binary(code, a[ia], b[ib]);
+  LUMEN_GRID_LOOP(i, w.count) {
+    int64_t at[2];
+    walk_offsets(w, i, at);
+    c[i] = apply_binary(code, a[at[0]], b[at[1]]);
   }
 }
 
 __global__ void unary_kernel(unsigned code, float alpha, float beta, const float *x, float *y,
                              Walk w) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < w.count;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t ix, unused;
-    offsets(w, i, ix, unused);
-    y[i] = activate(code, x[ix], alpha, beta);
+  LUMEN_GRID_LOOP(i, w.count) {
+    int64_t at[1];
+    walk_offsets(w, i, at);
+    y[i] = activate(code, x[at[0]], alpha, beta);
   }
 }
 
 __global__ void fused_kernel(FusedProgram p, float *y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  LUMEN_GRID_LOOP(i, n) {
     float v = p.continues ? y[i] : p.operands[0][p.scalar[0] ? 0 : i];
     for (int s = 0; s < p.steps; ++s) {
       const int code = p.code[s];
@@ -66,11 +46,10 @@ __global__ void fused_kernel(FusedProgram p, float *y, int64_t n) {
 
 template <class T>
 __global__ void copy_kernel(const T *x, T *y, Walk w) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < w.count;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t ix, iy;
-    offsets(w, i, ix, iy);
-    y[iy] = x[ix];
+  LUMEN_GRID_LOOP(i, w.count) {
+    int64_t at[2];
+    walk_offsets(w, i, at);
+    y[at[1]] = x[at[0]];
   }
 }
 

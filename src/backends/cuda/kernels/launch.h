@@ -11,12 +11,12 @@ namespace lumen::cuda {
 inline constexpr int kMaxDims = 8;
 
 // An element-wise walk over the output's elements in row-major order: `rank` dims of `shape`,
-// each operand read at its own element strides (0 where it is broadcast).
+// each of up to three operands read at its own element strides (0 where it is broadcast).
 struct Walk {
   int rank = 0;
   int64_t count = 1;
   int64_t shape[kMaxDims] = {};
-  int64_t stride[2][kMaxDims] = {};
+  int64_t stride[3][kMaxDims] = {};
 };
 
 enum BinaryCode : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
@@ -51,6 +51,20 @@ cudaError_t launch_fused_elementwise(const FusedProgram &program, float *y, int6
 // written at walk.stride[1] from element offset 0.
 cudaError_t launch_strided_copy(int element_bytes, const void *x, void *y, const Walk &walk,
                                 cudaStream_t stream);
+
+// Element types of the kernels that take several (cast, where, comparisons).
+enum ElementType : int { kF32, kF16, kBF16, kF64, kI8, kI32, kI64, kU8, kBool };
+// y = x converted (Lumen's rules: float to integer truncates and saturates, NaN gives 0; to bool
+// is != 0; to float16/bfloat16 rounds to nearest even); both contiguous, n elements.
+cudaError_t launch_cast(int from, int to, const void *x, void *y, int64_t n, cudaStream_t stream);
+// y = cond ? a : b over the walk (cond at stride[0], a at [1], b at [2]), elements of 1 to 8
+// bytes, y contiguous.
+cudaError_t launch_where(int element_bytes, const bool *cond, const void *a, const void *b, void *y,
+                         const Walk &walk, cudaStream_t stream);
+enum CompareCode : int { kEqual, kLess, kGreater, kLessEqual, kGreaterEqual };
+// y (bool) = a op b over the walk (a at stride[0], b at [1]), for float32, int32 or int64.
+cudaError_t launch_compare(int code, int type, const void *a, const void *b, bool *y,
+                           const Walk &walk, cudaStream_t stream);
 
 // Softmax (or log-softmax) over `len` elements spaced `inner` apart, for rows = outer * inner.
 cudaError_t launch_softmax(const float *x, float *y, int64_t rows, int64_t len, int64_t inner,
