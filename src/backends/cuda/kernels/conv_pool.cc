@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/common/activation_code.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_stream.h"
@@ -18,20 +19,13 @@ namespace {
 // The im2col columns of a chunk of images stay under this many bytes.
 constexpr int64_t kColumnBytes = int64_t{256} << 20;
 
-std::vector<int64_t> ints(const KernelContext &ctx, const char *name,
-                          std::vector<int64_t> fallback) {
-  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
-  if (v.size() != fallback.size())
-    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values");
-  return v;
-}
-
 void conv2d(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &w = ctx.input(1);
   Tensor &y = ctx.output(0);
   if (x.rank() != 4 || w.rank() != 4) ctx.fail("expects 4-D input and weight");
-  const auto strides = ints(ctx, "strides", {1, 1}), pads = ints(ctx, "pads", {0, 0, 0, 0}),
-             dilations = ints(ctx, "dilations", {1, 1});
+  const auto strides = fixed_ints(ctx, "strides", {1, 1}),
+             pads = fixed_ints(ctx, "pads", {0, 0, 0, 0}),
+             dilations = fixed_ints(ctx, "dilations", {1, 1});
   ConvGeometry g;
   const int64_t N = x.shape()[0], M = w.shape()[0];
   g.C = x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
@@ -103,49 +97,24 @@ void conv2d(KernelContext &ctx) {
   epilogue(p.relu);
 }
 
-void run_pool(KernelContext &ctx, const PoolGeometry &g) {
-  if (ctx.outputs.size() > 1 && ctx.outputs[1])
-    ctx.fail("the CUDA kernel does not make max pooling's indices");
+template <int Mode, bool Global>
+void pool(KernelContext &ctx) {
+  const PoolWindow w = pool_window(ctx, Global);
+  PoolGeometry g;
+  g.planes = w.planes, g.H = w.H, g.W = w.W, g.OH = w.OH, g.OW = w.OW, g.KH = w.KH, g.KW = w.KW;
+  g.sh = w.sh, g.sw = w.sw, g.ph = w.ph, g.pw = w.pw, g.ph_end = w.ph_end, g.pw_end = w.pw_end;
+  g.dh = w.dh, g.dw = w.dw, g.mode = Mode, g.count_include_pad = w.count_include_pad;
   check_launch(
       ctx, launch_pool2d(device_data(ctx.input(0)), device_data(ctx.output(0)), g, stream_of(ctx)));
-}
-
-template <int Mode>
-void pool2d(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0), &y = ctx.output(0);
-  if (x.rank() != 4) ctx.fail("expects a 4-D input");
-  const auto kernel = ints(ctx, "kernel_shape", {0, 0}), strides = ints(ctx, "strides", {1, 1}),
-             pads = ints(ctx, "pads", {0, 0, 0, 0}), dilations = ints(ctx, "dilations", {1, 1});
-  PoolGeometry g;
-  g.planes = x.shape()[0] * x.shape()[1], g.H = x.shape()[2], g.W = x.shape()[3];
-  g.OH = y.shape()[2], g.OW = y.shape()[3], g.KH = kernel[0], g.KW = kernel[1];
-  g.sh = strides[0], g.sw = strides[1], g.ph = pads[0], g.pw = pads[1];
-  g.ph_end = pads[2], g.pw_end = pads[3], g.dh = dilations[0], g.dw = dilations[1];
-  g.mode = Mode;
-  g.count_include_pad = ctx.attrs.get_int("count_include_pad", 0) != 0;
-  run_pool(ctx, g);
-}
-
-template <int Mode>
-void global_pool(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
-  PoolGeometry g;
-  g.planes = x.shape()[0] * x.shape()[1];
-  g.H = 1, g.W = 1;
-  for (size_t d = 2; d < x.rank(); ++d) g.W *= x.shape()[d];
-  g.OH = g.OW = g.KH = 1, g.KW = g.W;
-  g.mode = Mode;
-  run_pool(ctx, g);
 }
 
 }  // namespace
 
 LUMEN_REGISTER_KERNEL("cuda", "conv2d", conv2d, DType::Float32);
 LUMEN_REGISTER_KERNEL("cuda", "fused_conv", conv2d, DType::Float32);
-LUMEN_REGISTER_KERNEL("cuda", "max_pool2d", pool2d<0>, DType::Float32);
-LUMEN_REGISTER_KERNEL("cuda", "avg_pool2d", pool2d<1>, DType::Float32);
-LUMEN_REGISTER_KERNEL("cuda", "global_max_pool", global_pool<0>, DType::Float32);
-LUMEN_REGISTER_KERNEL("cuda", "global_avg_pool", global_pool<1>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "max_pool2d", (pool<0, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "avg_pool2d", (pool<1, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "global_max_pool", (pool<0, true>), DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "global_avg_pool", (pool<1, true>), DType::Float32);
 
 }  // namespace lumen::cuda

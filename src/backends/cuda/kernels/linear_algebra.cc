@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "backends/common/activation_code.h"
+#include "backends/common/matmul_plan.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_stream.h"
@@ -182,67 +183,43 @@ void finish(KernelContext &ctx, const Activation &act, Tensor &c) {
                                  make_walk(ctx, c.shape(), own, own), stream_of(ctx)));
 }
 
-// The batch stride of one operand (shape `s`, batch dims broadcast to `batch` products): the
-// same for every product where it holds the whole batch in order (its batch dims are the
-// output's) or a single matrix (0); false otherwise.
-bool even_batch(const Shape &s, int64_t batch, int64_t &stride) {
-  int64_t own = 1;
-  for (size_t d = 0; d + 2 < s.rank(); ++d) own *= s[d];
-  if (own == 1) return stride = 0, true;
-  if (own == batch) return stride = s[s.rank() - 2] * s[s.rank() - 1], true;
-  return false;
-}
-
 void matmul(KernelContext &ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   Tensor &c = ctx.output(0);
-  Shape sa = a.shape(), sb = b.shape();
-  if (sa.rank() == 1) sa = Shape{1, sa[0]};
-  if (sb.rank() == 1) sb = Shape{sb[0], 1};
+  const MatmulPlan plan = plan_matmul(ctx, a.shape(), b.shape());
   Product p;
-  p.M = sa[sa.rank() - 2], p.K = sa[sa.rank() - 1], p.N = sb[sb.rank() - 1];
-  const size_t batch_rank = std::max(sa.rank(), sb.rank()) - 2;
-  std::vector<int64_t> batch_dims(batch_rank, 1);
-  for (const Shape *s : {&sa, &sb})
-    for (size_t d = 0; d + 2 < s->rank(); ++d) {
-      const size_t at = d + batch_rank - (s->rank() - 2);
-      batch_dims[at] = std::max(batch_dims[at], (*s)[d]);
-    }
-  for (int64_t n : batch_dims) p.batch *= n;
+  p.M = plan.m, p.K = plan.k, p.N = plan.n;
+  p.batch = static_cast<int64_t>(plan.a.size());
   if (ctx.has_input(2)) {  // fused_matmul's bias [N], on every row
     broadcast_into(ctx, ctx.input(2), c);
     p.beta = 1;
   }
-  Activation act = plan_activation(ctx, p);
+  const Activation act = plan_activation(ctx, p);
   p.c = device_data(c);
-  if (even_batch(sa, p.batch, p.a_stride) && even_batch(sb, p.batch, p.b_stride)) {
-    p.a = device_data(a), p.b = device_data(b);
-    if (p.b_stride == 0) {  // one B for every A (activations x weights): one GEMM of batch * M rows
-      p.M *= p.batch;
-      p.batch = 1;
-    }
-    run_product(ctx, p);
-    return finish(ctx, act, c);
-  }
-  // Batches broadcast dim by dim ([2, 1] x [1, 3]): one product per output matrix.
-  const std::vector<int64_t> out = contiguous_strides(Shape(batch_dims));
-  const auto offset_in = [&](const Shape &s, int64_t index) {
-    const size_t lead = s.rank() - 2, shift = batch_rank - lead;
-    int64_t at = 0, step = s[s.rank() - 2] * s[s.rank() - 1];
-    for (size_t d = lead; d-- > 0;) {
-      const int64_t i = (index / out[d + shift]) % batch_dims[d + shift];
-      at += (s[d] == 1 ? 0 : i) * step;
-      step *= s[d];
-    }
-    return at;
+  p.a = device_data(a), p.b = device_data(b);
+  const auto every = [&](const std::vector<int64_t> &v, bool dense) {
+    for (size_t t = 0; t < v.size(); ++t)
+      if (v[t] != (dense ? static_cast<int64_t>(t) : 0)) return false;
+    return true;
   };
-  Product one = p;
-  one.batch = 1;
-  for (int64_t i = 0; i < p.batch; ++i) {
-    one.a = device_data(a) + offset_in(sa, i);
-    one.b = device_data(b) + offset_in(sb, i);
-    one.c = p.c + i * p.M * p.N;
-    run_product(ctx, one);
+  if (plan.b_constant && plan.a_dense) {
+    // One B for every A (activations x weights): one GEMM of batch x M rows.
+    p.M *= p.batch;
+    p.batch = 1;
+    run_product(ctx, p);
+  } else if ((plan.a_dense || every(plan.a, false)) && (every(plan.b, true) || plan.b_constant)) {
+    p.a_stride = plan.a_dense ? p.M * p.K : 0;
+    p.b_stride = plan.b_constant ? 0 : p.K * p.N;
+    run_product(ctx, p);
+  } else {  // batches broadcast dim by dim ([2, 1] x [1, 3]): one product per output matrix
+    Product one = p;
+    one.batch = 1;
+    for (size_t t = 0; t < plan.a.size(); ++t) {
+      one.a = p.a + plan.a[t] * p.M * p.K;
+      one.b = p.b + plan.b[t] * p.K * p.N;
+      one.c = p.c + static_cast<int64_t>(t) * p.M * p.N;
+      run_product(ctx, one);
+    }
   }
   finish(ctx, act, c);
 }
@@ -259,7 +236,7 @@ void gemm(KernelContext &ctx) {
     broadcast_into(ctx, ctx.input(2), c);
     p.beta = static_cast<float>(ctx.attrs.get_float("beta", 1.0));
   }
-  Activation act = plan_activation(ctx, p);
+  const Activation act = plan_activation(ctx, p);
   p.a = device_data(a), p.b = device_data(b), p.c = device_data(c);
   run_product(ctx, p);
   finish(ctx, act, c);

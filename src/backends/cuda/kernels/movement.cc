@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/common/axis_layout.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/kernels/walk.h"
@@ -54,54 +55,26 @@ void concat(KernelContext &ctx) {
   }
 }
 
-// Slice's starts, axes and steps are read on the host (KernelContext::host_input_ints): the copy
-// of each the graph holds in host memory. A strided copy from the first element taken, with
-// negative strides for negative steps.
+// Slice as one strided copy; its starts, axes and steps are read on the host (slice_layout).
 void slice(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const std::vector<int64_t> starts = ctx.host_input_ints(1, "starts");
-  std::vector<int64_t> axes, steps(starts.size(), 1);
-  if (ctx.has_input(3)) {
-    axes = ctx.host_input_ints(3, "axes");
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (ctx.has_input(4)) steps = ctx.host_input_ints(4, "steps");
-  if (axes.size() != starts.size() || steps.size() != starts.size())
-    ctx.fail("starts, axes and steps must have the same length");
-  const std::vector<int64_t> in = contiguous_strides(x.shape());
-  std::vector<int64_t> read = in;
-  int64_t offset = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const size_t axis = x.shape().normalize_axis(axes[i]);
-    const int64_t dim = x.shape()[axis], step = steps[i];
-    int64_t start = starts[i];
-    if (start < 0) start += dim;
-    start = step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
-    offset += start * in[axis];
-    read[axis] = in[axis] * step;
-  }
+  const SliceLayout slice = slice_layout(ctx, x);
   if (y.numel() == 0) return;
   const auto *from = static_cast<const std::byte *>(x.raw_data()) +
-                     offset * static_cast<int64_t>(dtype_size(x.dtype()));
-  check_launch(ctx,
-               launch_strided_copy(static_cast<int>(dtype_size(x.dtype())), from, y.raw_data(),
-                                   make_walk(ctx, y.shape(), read, contiguous_strides(y.shape())),
-                                   stream_of(ctx)));
+                     slice.offset * static_cast<int64_t>(dtype_size(x.dtype()));
+  check_launch(
+      ctx, launch_strided_copy(static_cast<int>(dtype_size(x.dtype())), from, y.raw_data(),
+                               make_walk(ctx, y.shape(), slice.read, contiguous_strides(y.shape())),
+                               stream_of(ctx)));
 }
 
-// Indices are checked on the host, from the host copy of input 1 (model inputs, constants): a
-// kernel cannot report a bad one, and an index made on the device could not be checked.
+// Indices are checked on the host first (checked_gather_axis): a kernel cannot report a bad one.
 void gather(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   Tensor &y = ctx.output(0);
-  const size_t axis = data.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const size_t axis = checked_gather_axis(ctx);
   const int64_t n = data.shape()[axis];
-  if (idx.dtype() != DType::Int64 && idx.dtype() != DType::Int32)
-    ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
-  for (const int64_t v : ctx.host_input_ints(1, "indices"))
-    if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", axis, " of size ", n);
   const AxisSplit at = split_at(data.shape(), axis);
   check_launch(ctx, launch_gather(static_cast<int>(dtype_size(data.dtype())), data.raw_data(),
                                   idx.raw_data(), idx.dtype() == DType::Int64, y.raw_data(),

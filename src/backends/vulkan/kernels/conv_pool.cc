@@ -6,26 +6,20 @@
 #include <limits>
 
 #include "backends/common/activation_code.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
 
 namespace lumen::vulkan {
 namespace {
 
-std::vector<int64_t> ints(const KernelContext &ctx, const char *name,
-                          std::vector<int64_t> fallback) {
-  std::vector<int64_t> v = ctx.attrs.get_ints(name, fallback);
-  if (v.size() != fallback.size())
-    ctx.fail("attribute '", name, "' must have ", fallback.size(), " values");
-  return v;
-}
-
 void conv2d(KernelContext &ctx) {
   const Tensor &x = ctx.input(0), &w = ctx.input(1);
   Tensor &y = ctx.output(0);
   if (x.rank() != 4 || w.rank() != 4) ctx.fail("expects 4-D input and weight");
-  const auto strides = ints(ctx, "strides", {1, 1}), pads = ints(ctx, "pads", {0, 0, 0, 0}),
-             dilations = ints(ctx, "dilations", {1, 1});
+  const auto strides = fixed_ints(ctx, "strides", {1, 1}),
+             pads = fixed_ints(ctx, "pads", {0, 0, 0, 0}),
+             dilations = fixed_ints(ctx, "dilations", {1, 1});
   struct Push {
     uint32_t N, C, H, W, M, OH, OW, KH, KW;
     uint32_t sh, sw, dh, dw, ph, pw, group;
@@ -77,58 +71,30 @@ struct PoolPush {
   uint32_t x_off, y_off;
 };
 
-void run_pool(KernelContext &ctx, PoolPush p) {
+template <uint32_t Mode, bool Global>
+void pool(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  if (ctx.outputs.size() > 1 && ctx.outputs[1])
-    ctx.fail("the Vulkan kernel does not make max pooling's indices");
+  const PoolWindow w = pool_window(ctx, Global);
+  PoolPush p{};
+  p.planes = u32(ctx, w.planes), p.H = u32(ctx, w.H), p.W = u32(ctx, w.W);
+  p.OH = u32(ctx, w.OH), p.OW = u32(ctx, w.OW), p.KH = u32(ctx, w.KH), p.KW = u32(ctx, w.KW);
+  p.sh = u32(ctx, w.sh), p.sw = u32(ctx, w.sw), p.ph = u32(ctx, w.ph), p.pw = u32(ctx, w.pw);
+  p.ph_end = u32(ctx, w.ph_end), p.pw_end = u32(ctx, w.pw_end);
+  p.dh = u32(ctx, w.dh), p.dw = u32(ctx, w.dw);
+  p.mode = Mode, p.count_include_pad = w.count_include_pad;
   p.x_off = element_offset(x), p.y_off = element_offset(y);
   const Groups g = groups_for(static_cast<uint64_t>(y.numel()));
   if (y.numel()) dispatch(ctx, shaders::pool2d, {&x, &y}, p, g.x, g.y);
-}
-
-template <uint32_t Mode>
-void pool2d(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  const Tensor &y = ctx.output(0);
-  if (x.rank() != 4) ctx.fail("expects a 4-D input");
-  const auto kernel = ints(ctx, "kernel_shape", {0, 0}), strides = ints(ctx, "strides", {1, 1}),
-             pads = ints(ctx, "pads", {0, 0, 0, 0}), dilations = ints(ctx, "dilations", {1, 1});
-  PoolPush p{};
-  p.planes = u32(ctx, x.shape()[0] * x.shape()[1]);
-  p.H = u32(ctx, x.shape()[2]), p.W = u32(ctx, x.shape()[3]);
-  p.OH = u32(ctx, y.shape()[2]), p.OW = u32(ctx, y.shape()[3]);
-  p.KH = u32(ctx, kernel[0]), p.KW = u32(ctx, kernel[1]);
-  p.sh = u32(ctx, strides[0]), p.sw = u32(ctx, strides[1]);
-  p.ph = u32(ctx, pads[0]), p.pw = u32(ctx, pads[1]);
-  p.ph_end = u32(ctx, pads[2]), p.pw_end = u32(ctx, pads[3]);
-  p.dh = u32(ctx, dilations[0]), p.dw = u32(ctx, dilations[1]);
-  p.mode = Mode;
-  p.count_include_pad = ctx.attrs.get_int("count_include_pad", 0) != 0;
-  run_pool(ctx, p);
-}
-
-template <uint32_t Mode>
-void global_pool(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
-  int64_t plane = 1;
-  for (size_t d = 2; d < x.rank(); ++d) plane *= x.shape()[d];
-  PoolPush p{};
-  p.planes = u32(ctx, x.shape()[0] * x.shape()[1]);
-  p.H = 1, p.W = u32(ctx, plane), p.OH = 1, p.OW = 1, p.KH = 1, p.KW = p.W;
-  p.sh = p.sw = p.dh = p.dw = 1;
-  p.mode = Mode;
-  run_pool(ctx, p);
 }
 
 }  // namespace
 
 LUMEN_REGISTER_KERNEL("vulkan", "conv2d", conv2d, DType::Float32);
 LUMEN_REGISTER_KERNEL("vulkan", "fused_conv", conv2d, DType::Float32);
-LUMEN_REGISTER_KERNEL("vulkan", "max_pool2d", pool2d<0>, DType::Float32);
-LUMEN_REGISTER_KERNEL("vulkan", "avg_pool2d", pool2d<1>, DType::Float32);
-LUMEN_REGISTER_KERNEL("vulkan", "global_max_pool", global_pool<0>, DType::Float32);
-LUMEN_REGISTER_KERNEL("vulkan", "global_avg_pool", global_pool<1>, DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "max_pool2d", (pool<0, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "avg_pool2d", (pool<1, false>), DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "global_max_pool", (pool<0, true>), DType::Float32);
+LUMEN_REGISTER_KERNEL("vulkan", "global_avg_pool", (pool<1, true>), DType::Float32);
 
 }  // namespace lumen::vulkan

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/common/axis_layout.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -51,45 +52,20 @@ void expand(KernelContext &ctx) {
                contiguous_strides(y.shape()));
 }
 
-// Slice's starts, axes and steps are read on the host (KernelContext::host_input_ints): the copy
-// of each the graph holds in host memory, never the device's (reading that would wait for it).
+// Slice as one strided copy; its starts, axes and steps are read on the host (slice_layout).
 void slice(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const std::vector<int64_t> starts = ctx.host_input_ints(1, "starts");
-  std::vector<int64_t> axes, steps(starts.size(), 1);
-  if (ctx.has_input(3)) {
-    axes = ctx.host_input_ints(3, "axes");
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (ctx.has_input(4)) steps = ctx.host_input_ints(4, "steps");
-  const std::vector<int64_t> in = contiguous_strides(x.shape());
-  std::vector<int64_t> read = in;
-  int64_t offset = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const size_t axis = x.shape().normalize_axis(axes[i]);
-    const int64_t dim = x.shape()[axis], step = steps[i];
-    int64_t start = starts[i];
-    if (start < 0) start += dim;
-    start = step > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
-    offset += start * in[axis];
-    read[axis] = in[axis] * step;  // negative steps walk backwards (uint arithmetic wraps)
-  }
-  strided_copy(ctx, x, y, y.shape(), read, contiguous_strides(y.shape()), offset, 0);
+  const SliceLayout slice = slice_layout(ctx, x);
+  strided_copy(ctx, x, y, y.shape(), slice.read, contiguous_strides(y.shape()), slice.offset, 0);
 }
 
-// Indices are checked on the host, from the host copy of input 1 (model inputs, constants): a
-// shader cannot report a bad one, and an index made on the device could not be checked.
+// Indices are checked on the host first (checked_gather_axis): a shader cannot report a bad one.
 void gather(KernelContext &ctx) {
   const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   Tensor &y = ctx.output(0);
-  const size_t axis = data.shape().normalize_axis(ctx.attrs.get_int("axis", 0));
+  const size_t axis = checked_gather_axis(ctx);
   const int64_t n = data.shape()[axis];
-  if (idx.dtype() != DType::Int64 && idx.dtype() != DType::Int32)
-    ctx.fail("indices must be int32 or int64, got ", dtype_name(idx.dtype()));
-  for (const int64_t v : ctx.host_input_ints(1, "indices"))
-    if (v < -n || v >= n) ctx.fail("index ", v, " is out of range for dim ", axis, " of size ", n);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= data.shape()[d];
   for (size_t d = axis + 1; d < data.rank(); ++d) inner *= data.shape()[d];

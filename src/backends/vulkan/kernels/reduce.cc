@@ -1,6 +1,6 @@
 // Reductions on Vulkan over any set of axes (reduce.comp: a workgroup per output element), float32.
 // Axes come from the attribute or from input 1, read on the host (KernelContext::host_input).
-#include "graph/ops/reduce.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/vulkan/kernels/strided.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
@@ -22,26 +22,12 @@ template <uint32_t K>
 void reduce(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  const std::vector<int64_t> axes =
-      ctx.has_input(1) ? ctx.host_input_ints(1, "axes") : ctx.attrs.get_ints("axes", {});
-  std::vector<bool> mask;
-  try {
-    mask = reduce_detail::reduce_mask(axes, x.rank(),
-                                      ctx.attrs.get_int("noop_with_empty_axes", 0) != 0);
-  } catch (const Error &e) {
-    ctx.fail(e.what());
-  }
-  const std::vector<int64_t> strides = contiguous_strides(x.shape());
-  std::vector<int64_t> kept, kept_strides, reduced, reduced_strides;
-  for (size_t d = 0; d < x.rank(); ++d) {
-    (mask[d] ? reduced : kept).push_back(x.shape()[d]);
-    (mask[d] ? reduced_strides : kept_strides).push_back(strides[d]);
-  }
+  const ReduceLayout layout = reduce_layout(ctx, x);
   if (y.numel() == 0) return;
   int64_t count = 1;
-  for (int64_t d : reduced) count *= d;
-  const Region k = region_of(ctx, kept, kept_strides);
-  const Region r = count ? region_of(ctx, reduced, reduced_strides) : Region{};
+  for (int64_t d : layout.reduced) count *= d;
+  const Region k = region_of(ctx, layout.kept, layout.kept_strides);
+  const Region r = count ? region_of(ctx, layout.reduced, layout.reduced_strides) : Region{};
   struct Push {
     uint32_t n_out, count, kind, x_off, y_off, kept_rank, reduced_rank;
     uint32_t kept_shape[kMaxDims], kept_stride[kMaxDims], reduced_shape[kMaxDims],
