@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backends/common/f64_io.h"
 
@@ -174,6 +175,48 @@ AxisTaps resize_taps(const ResizeOptions &o, int64_t in_w, int64_t out_w, double
     t.extrapolated.push_back(extrapolated);
   }
   return t;
+}
+
+Tensor taps_table(const AxisTaps &taps, int64_t out_w) {
+  const int64_t stride = 2 * taps.taps + 1;
+  Tensor table = Tensor::empty(Shape{out_w * stride}, DType::Int32);
+  auto *words = table.data<int32_t>();
+  for (int64_t o = 0; o < out_w; ++o) {
+    int32_t *row = words + o * stride;
+    for (int64_t k = 0; k < taps.taps; ++k) {
+      row[k] = static_cast<int32_t>(taps.index[o * taps.taps + k]);
+      const float w = static_cast<float>(taps.weight[o * taps.taps + k]);
+      std::memcpy(&row[taps.taps + k], &w, sizeof w);
+    }
+    row[2 * taps.taps] = taps.extrapolated[o];
+  }
+  return table;
+}
+
+std::vector<ResizePass> device_resize_passes(const KernelContext &ctx,
+                                             const ResizeOptions &options) {
+  const Tensor &x = ctx.input(0);
+  KernelContext host{.inputs = {&x},
+                     .outputs = ctx.outputs,
+                     .attrs = ctx.attrs,
+                     .pool = ctx.pool,
+                     .op = ctx.op,
+                     .node = ctx.node};
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    const Tensor *param = ctx.has_input(i) ? ctx.host_input(i) : nullptr;
+    if (ctx.has_input(i) && !param)
+      ctx.fail("input ", i, " (roi, scales or sizes) must be computed on the host, not the device");
+    host.inputs.push_back(param);
+  }
+  const ResizeGeometry geometry = resize_geometry(host, options);
+  std::vector<ResizePass> passes;
+  for (int64_t axis : geometry.axes) {
+    const auto a = static_cast<size_t>(axis);
+    AxisTaps taps = resize_taps(options, x.shape()[a], ctx.output(0).shape()[a], geometry.scale[a],
+                                geometry.roi_start[a], geometry.roi_end[a]);
+    if (!taps.identity) passes.push_back({a, std::move(taps)});
+  }
+  return passes;
 }
 
 }  // namespace lumen

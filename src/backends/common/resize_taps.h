@@ -42,4 +42,18 @@ struct AxisTaps {
 AxisTaps resize_taps(const ResizeOptions &options, int64_t in, int64_t out, double scale,
                      double roi_start, double roi_end);
 
+// A device kernel's resize: the axes that change anything, in order, with their taps, from the
+// roi, scales or sizes' host copies (KernelContext::host_input; fails where one exists only on
+// the device).
+struct ResizePass {
+  size_t axis;
+  AxisTaps taps;
+};
+std::vector<ResizePass> device_resize_passes(const KernelContext &ctx,
+                                             const ResizeOptions &options);
+
+// The taps as a device kernel reads them: per output position, its `taps` source indices, their
+// weights (float32 bits) and whether it is extrapolated, as int32 words [out][2 * taps + 1].
+Tensor taps_table(const AxisTaps &taps, int64_t out_w);
+
 }  // namespace lumen

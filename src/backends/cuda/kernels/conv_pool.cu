@@ -1,4 +1,5 @@
-// Convolution's im2col, direct form and channel epilogue, and 2-D pooling, on CUDA. A thread per
+// Convolution's im2col, direct form and channel epilogue, 2-D pooling and resize's per-axis
+// resampling, on CUDA. A thread per
 // element, in grid-stride loops.
 #include <cmath>
 
@@ -58,6 +59,23 @@ __global__ void channel_epilogue_kernel(float *y, const float *bias, const float
   }
 }
 
+__global__ void resize_axis_kernel(const float *x, const int32_t *taps, float *y, int64_t outer,
+                                   int64_t in_w, int64_t out_w, int64_t inner, int64_t count,
+                                   float extrapolation) {
+  LUMEN_GRID_LOOP(e, outer * out_w * inner) {
+    const int64_t i = e % inner, o = (e / inner) % out_w, a = e / (inner * out_w);
+    const int32_t *row = taps + o * (2 * count + 1);
+    float acc = extrapolation;
+    if (!row[2 * count]) {
+      acc = 0.f;
+      const float *in = x + a * in_w * inner + i;
+      for (int64_t k = 0; k < count; ++k)
+        acc += __int_as_float(row[count + k]) * in[row[k] * inner];
+    }
+    y[e] = acc;
+  }
+}
+
 __global__ void pool2d_kernel(const float *x, float *y, PoolGeometry g) {
   LUMEN_GRID_LOOP(i, g.planes * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, plane = i / (g.OW * g.OH);
@@ -105,6 +123,16 @@ cudaError_t launch_channel_epilogue(float *y, const float *bias, const float *re
   if (count == 0) return cudaSuccess;
   channel_epilogue_kernel<<<blocks_for(count), kThreads, 0, stream>>>(y, bias, residual, count, C,
                                                                       plane, code, alpha, beta);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_resize_axis(const float *x, const int32_t *taps, float *y, int64_t outer,
+                               int64_t in_w, int64_t out_w, int64_t inner, int64_t count,
+                               float extrapolation, cudaStream_t stream) {
+  const int64_t n = outer * out_w * inner;
+  if (n == 0) return cudaSuccess;
+  resize_axis_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, taps, y, outer, in_w, out_w, inner,
+                                                             count, extrapolation);
   return cudaGetLastError();
 }
 

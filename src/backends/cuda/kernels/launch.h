@@ -106,6 +106,13 @@ struct PoolGeometry {
 };
 cudaError_t launch_pool2d(const float *x, float *y, const PoolGeometry &g, cudaStream_t stream);
 
+// One axis of a resize: y[a, o, i] = sum over k of weight[o][k] * x[a, index[o][k], i] (or the
+// extrapolation value where the output position is extrapolated), the taps as int32 words
+// [out_w][2 * taps + 1] (indices, float32 weight bits, extrapolated flag; resize_taps.h).
+cudaError_t launch_resize_axis(const float *x, const int32_t *taps, float *y, int64_t outer,
+                               int64_t in_w, int64_t out_w, int64_t inner, int64_t count,
+                               float extrapolation, cudaStream_t stream);
+
 // Reductions: output element i reads the elements at kept.stride[0] offsets (walk over the kept
 // dims) plus reduced.stride[0] offsets (walk over the reduced dims); a block per output element.
 enum ReduceKind : int {

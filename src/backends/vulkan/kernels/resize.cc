@@ -2,9 +2,7 @@
 // dispatch of resize_axis.comp per resized axis, with that axis's taps (backends/common/
 // resize_taps.h, the same ones the CPU and reference kernels use) uploaded as a table, float32.
 // The roi, scales and sizes are read from their host copies.
-#include <cstring>
 #include <limits>
-#include <utility>
 
 #include "backends/common/resize_taps.h"
 #include "backends/vulkan/kernels/strided.h"
@@ -15,41 +13,11 @@
 namespace lumen::vulkan {
 namespace {
 
-// Per output position: its indices, its weights (as float bits) and whether it is extrapolated.
-Tensor taps_table(const AxisTaps &taps, int64_t out_w) {
-  const int64_t stride = 2 * taps.taps + 1;
-  Tensor table = Tensor::empty(Shape{out_w * stride}, DType::Int32);
-  auto *words = table.data<int32_t>();
-  for (int64_t o = 0; o < out_w; ++o) {
-    int32_t *row = words + o * stride;
-    for (int64_t k = 0; k < taps.taps; ++k) {
-      row[k] = static_cast<int32_t>(taps.index[o * taps.taps + k]);
-      const float w = static_cast<float>(taps.weight[o * taps.taps + k]);
-      std::memcpy(&row[taps.taps + k], &w, sizeof w);
-    }
-    row[2 * taps.taps] = taps.extrapolated[o];
-  }
-  return table;
-}
-
 void resize(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  // The parameters as resize_geometry reads them: from the host.
-  KernelContext host{.inputs = {&x},
-                     .outputs = ctx.outputs,
-                     .attrs = ctx.attrs,
-                     .pool = ctx.pool,
-                     .op = ctx.op,
-                     .node = ctx.node};
-  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
-    const Tensor *param = ctx.has_input(i) ? ctx.host_input(i) : nullptr;
-    if (ctx.has_input(i) && !param)
-      ctx.fail("input ", i, " (roi, scales or sizes) must be computed on the host, not the device");
-    host.inputs.push_back(param);
-  }
   const ResizeOptions options = ResizeOptions::from(ctx.attrs);
-  const ResizeGeometry geometry = resize_geometry(host, options);
+  const std::vector<ResizePass> pending = device_resize_passes(ctx, options);
   if (y.numel() > std::numeric_limits<uint32_t>::max() ||
       x.numel() > std::numeric_limits<uint32_t>::max())
     ctx.fail("over 2^32 elements");
@@ -58,14 +26,6 @@ void resize(KernelContext &ctx) {
   std::vector<int64_t> dims = x.shape().dims();
   const Tensor *from = &x;
   Tensor intermediate;
-  // The axes that change anything, with their taps.
-  std::vector<std::pair<size_t, AxisTaps>> pending;
-  for (int64_t axis : geometry.axes) {
-    const auto a = size_t(axis);
-    AxisTaps taps = resize_taps(options, dims[a], y.shape()[a], geometry.scale[a],
-                                geometry.roi_start[a], geometry.roi_end[a]);
-    if (!taps.identity) pending.emplace_back(a, std::move(taps));
-  }
   if (pending.empty()) {
     const std::vector<int64_t> own = contiguous_strides(y.shape());
     return strided_copy(ctx, x, y, y.shape(), own, own);
