@@ -1,5 +1,6 @@
 // Element-wise CUDA kernels: binary ops with broadcasting, activations, fused element-wise chains,
-// strided copies. One thread per output element in a grid-stride loop.
+// local response normalization, fills and strided copies. One thread per output element in a
+// grid-stride loop.
 #include <cmath>
 
 #include "backends/cuda/kernels/activations.cuh"
@@ -44,6 +45,27 @@ __global__ void fused_kernel(FusedProgram p, float *y, int64_t n) {
   }
 }
 
+__global__ void lrn_kernel(const float *x, float *y, int64_t C, int64_t plane, int64_t size,
+                           int64_t n, float alpha, float beta, float bias) {
+  LUMEN_GRID_LOOP(i, n) {
+    const int64_t s = i % plane, c = (i / plane) % C, batch = i / (plane * C);
+    const int64_t lo = max(int64_t{0}, c - (size - 1) / 2), hi = min(C - 1, c + size / 2);
+    float sum = 0.f;
+    for (int64_t k = lo; k <= hi; ++k) {
+      const float v = x[(batch * C + k) * plane + s];
+      sum += v * v;
+    }
+    y[i] = x[i] / powf(bias + alpha / static_cast<float>(size) * sum, beta);
+  }
+}
+
+template <class T>
+__global__ void fill_kernel(T *y, int64_t n, T value) {
+  LUMEN_GRID_LOOP(i, n) {
+    y[i] = value;
+  }
+}
+
 template <class T>
 __global__ void copy_kernel(const T *x, T *y, Walk w) {
   LUMEN_GRID_LOOP(i, w.count) {
@@ -73,6 +95,40 @@ cudaError_t launch_fused_elementwise(const FusedProgram &program, float *y, int6
                                      cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   fused_kernel<<<blocks_for(n), kThreads, 0, stream>>>(program, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lrn(const float *x, float *y, int64_t batch, int64_t C, int64_t plane,
+                       int64_t size, float alpha, float beta, float bias, cudaStream_t stream) {
+  const int64_t n = batch * C * plane;
+  if (n == 0) return cudaSuccess;
+  lrn_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, C, plane, size, n, alpha, beta, bias);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill(void *y, int64_t n, int element_bytes, uint64_t value,
+                        cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const unsigned blocks = blocks_for(n);
+  switch (element_bytes) {
+    case 1:
+      fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint8_t *>(y), n,
+                                                   static_cast<uint8_t>(value));
+      break;
+    case 2:
+      fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint16_t *>(y), n,
+                                                   static_cast<uint16_t>(value));
+      break;
+    case 4:
+      fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint32_t *>(y), n,
+                                                   static_cast<uint32_t>(value));
+      break;
+    case 8:
+      fill_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint64_t *>(y), n, value);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 

@@ -77,6 +77,13 @@ cudaError_t launch_layer_norm(const float *x, const float *scale, int64_t scale_
                               float *inv_std, int64_t rows, int64_t len, float epsilon, bool rms,
                               cudaStream_t stream);
 
+// Local response normalization across channels: x [batch, C, plane], a window of `size`
+// channels around each.
+cudaError_t launch_lrn(const float *x, float *y, int64_t batch, int64_t C, int64_t plane,
+                       int64_t size, float alpha, float beta, float bias, cudaStream_t stream);
+// Every one of n elements of `element_bytes` (1 to 8) set to the bytes of `value`.
+cudaError_t launch_fill(void *y, int64_t n, int element_bytes, uint64_t value, cudaStream_t stream);
+
 // Convolution as im2col + GEMM: for `images` images from `first`, the columns of group `group`
 // (rows (c, kh, kw) of the group's channels, columns (image, oh, ow)) into col, zero where the
 // window reads padding. Any stride, dilation and padding.

@@ -1,6 +1,7 @@
 // Data movement on CUDA: reshape-like ops (when the plan could not make them views) as one
 // device-to-device copy; transpose, expand, concat and slice as strided copies; gather.
 #include <algorithm>
+#include <cstring>
 
 #include "backends/common/axis_layout.h"
 #include "backends/common/device_kernel_params.h"
@@ -81,6 +82,21 @@ void gather(KernelContext &ctx) {
                                   at.outer, n, idx.numel(), at.inner, stream_of(ctx)));
 }
 
+// Every element the one-element attribute `value` (default float32 0); the shape input is only
+// read by inference.
+void constant_of_shape(KernelContext &ctx) {
+  Tensor &y = ctx.output(0);
+  const size_t size = dtype_size(y.dtype());
+  uint64_t bits = 0;
+  if (const Tensor *v = ctx.attrs.get_tensor("value")) {
+    if (v->dtype() != y.dtype() || v->numel() != 1)
+      ctx.fail("value must hold one ", dtype_name(y.dtype()));
+    std::memcpy(&bits, v->contiguous().raw_data(), size);
+  }
+  check_launch(ctx,
+               launch_fill(y.raw_data(), y.numel(), static_cast<int>(size), bits, stream_of(ctx)));
+}
+
 }  // namespace
 
 // The dtypes the GPU op cases cover (tests/ops/gpu_op_cases.h); the copies move any element size.
@@ -95,5 +111,7 @@ LUMEN_CUDA_MOVEMENT("expand", expand);
 LUMEN_CUDA_MOVEMENT("concat", concat);
 LUMEN_CUDA_MOVEMENT("slice", slice);
 LUMEN_CUDA_MOVEMENT("gather", gather);
+// Keyed by the shape input's dtype; the value may be any dtype of 1 to 8 bytes.
+LUMEN_REGISTER_KERNEL("cuda", "constant_of_shape", constant_of_shape, DType::Int64, DType::Int32);
 
 }  // namespace lumen::cuda

@@ -1,5 +1,5 @@
-// Softmax and log-softmax along any axis, layer and RMS normalization, on CUDA (float32): a
-// block per row (rows.cu).
+// Softmax and log-softmax along any axis, layer and RMS normalization (a block per row, rows.cu)
+// and local response normalization, on CUDA (float32).
 #include "backends/common/axis_layout.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/kernels/walk.h"
@@ -51,6 +51,21 @@ void normalize(KernelContext &ctx) {
                                       stream_of(ctx)));
 }
 
+void lrn(KernelContext &ctx) {
+  const Tensor &x = ctx.input(0);
+  Tensor &y = ctx.output(0);
+  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
+  const int64_t size = ctx.attrs.get_int("size", 0);
+  if (size <= 0) ctx.fail("attribute 'size' must be positive");
+  int64_t plane = 1;
+  for (size_t d = 2; d < x.rank(); ++d) plane *= x.shape()[d];
+  check_launch(ctx,
+               launch_lrn(device_data(x), device_data(y), x.shape()[0], x.shape()[1], plane, size,
+                          static_cast<float>(ctx.attrs.get_float("alpha", 1e-4)),
+                          static_cast<float>(ctx.attrs.get_float("beta", 0.75)),
+                          static_cast<float>(ctx.attrs.get_float("bias", 1.0)), stream_of(ctx)));
+}
+
 // Parameters other than one value per normalized position, or a single value, stay on the CPU
 // (where they are known at compile time; the kernel checks again).
 std::string per_position_parameters(const NodeQuery &node) {
@@ -81,6 +96,7 @@ LUMEN_REGISTER_KERNEL("cuda", "log_softmax", log_softmax, DType::Float32);
 LUMEN_REGISTER_KERNEL("cuda", "layer_norm", normalize<false>, DType::Float32);
 LUMEN_REGISTER_SUPPORTS("cuda", "layer_norm", per_position_parameters, DType::Float32);
 LUMEN_REGISTER_KERNEL("cuda", "rms_norm", normalize<true>, DType::Float32);
+LUMEN_REGISTER_KERNEL("cuda", "lrn", lrn, DType::Float32);
 LUMEN_REGISTER_SUPPORTS("cuda", "rms_norm", per_position_parameters, DType::Float32);
 
 }  // namespace lumen::cuda
