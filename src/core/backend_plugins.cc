@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -32,7 +33,8 @@ void load_backend_plugins() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::istringstream names(LUMEN_BACKEND_PLUGINS);
-    const std::filesystem::path folder = own_folder();
+    const char *dir = std::getenv("LUMEN_PLUGIN_DIR");
+    const std::filesystem::path folder = dir && *dir ? std::filesystem::path(dir) : own_folder();
     for (std::string name; names >> name;) {
       const std::filesystem::path file = folder / ("liblumen_" + name + ".so");
       // Kept loaded for the process: its kernels are registered in liblumen's tables.
@@ -42,6 +44,11 @@ void load_backend_plugins() {
       }
     }
   });
+}
+
+std::map<std::string, std::string, std::less<>> failed_backend_plugins() {
+  load_backend_plugins();
+  return errors();
 }
 
 std::string backend_plugin_error(std::string_view backend) {

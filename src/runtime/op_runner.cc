@@ -3,6 +3,7 @@
 #include <set>
 
 #include "compile/place.h"
+#include "core/backend_plugins.h"
 
 #include "lumen/ops.h"
 
@@ -140,6 +141,9 @@ std::vector<BackendInfo> describe_backends() {
     info.counters = b->counters();
     out.push_back(std::move(info));
   }
+  // Backends built as plugins that could not be loaded here (no CUDA libraries, say).
+  for (const auto &[name, why] : failed_backend_plugins())
+    out.push_back({.name = name, .why_not = "its plugin did not load: " + why});
   return out;
 }
 

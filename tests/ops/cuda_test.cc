@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/backend.h"
+#include "core/backend_plugins.h"
 #include "core/kernel.h"
 #include "gpu_op_cases.h"
 #include "op_test_util.h"
@@ -20,7 +21,10 @@ using testing::random_tensor;
 bool cuda_here(std::string &why_not) {
   Backend *b = find_backend("cuda");
   if (!b) {
-    why_not = "Lumen was built without the CUDA backend (LUMEN_WITH_CUDA, the CUDA toolkit)";
+    const std::string plugin = backend_plugin_error("cuda");
+    why_not = plugin.empty()
+                  ? "Lumen was built without the CUDA backend (LUMEN_WITH_CUDA, the CUDA toolkit)"
+                  : "its plugin did not load: " + plugin;
     return false;
   }
   return b->available(&why_not);

@@ -60,3 +60,35 @@ def test_outputs_stay_on_the_device_and_cross_dlpack_with_torch():
     want = model.compile(backend="cpu").run({"x": x.cpu().numpy()})[0]
     np.testing.assert_allclose(back.cpu().numpy(), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.to("cpu"), want, rtol=1e-4, atol=1e-5)
+
+
+def built_with_cuda():
+    return "cuda" in lumen.list_backends()
+
+
+def devices_in_subprocess(env):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, lumen; print(json.dumps([d for d in lumen.devices() "
+            "if d['backend'] == 'cuda']))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_a_plugin_that_cannot_load_is_listed_with_the_reason(tmp_path):
+    if not built_with_cuda():
+        pytest.skip("Lumen was built without the CUDA backend")
+    (cuda,) = devices_in_subprocess({"LUMEN_PLUGIN_DIR": str(tmp_path)})
+    assert not cuda["available"]
+    assert "its plugin did not load" in cuda["why_not"] and "liblumen_cuda.so" in cuda["why_not"]
+
+
+def test_lumen_cuda_0_hides_the_gpu():
+    if not built_with_cuda():
+        pytest.skip("Lumen was built without the CUDA backend")
+    (cuda,) = devices_in_subprocess({"LUMEN_CUDA": "0"})
+    assert not cuda["available"] and cuda["why_not"] == "LUMEN_CUDA=0"
