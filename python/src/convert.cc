@@ -146,6 +146,14 @@ std::optional<Tensor> try_wrap_cuda_dlpack(nb::handle obj) {
   std::vector<int64_t> dims(array->ndim()), strides(array->ndim());
   for (size_t i = 0; i < array->ndim(); ++i)
     dims[i] = static_cast<int64_t>(array->shape(i)), strides[i] = array->stride(i);
+  // Device memory is never read on the host, where a non-contiguous input would be made
+  // contiguous: the caller does it on the device.
+  const std::vector<int64_t> packed = contiguous_strides(Shape(dims));
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] > 1 && strides[i] != packed[i])
+      throw nb::value_error(
+          "a non-contiguous CUDA tensor: make it contiguous on the device first "
+          "(x.contiguous() in PyTorch)");
   void *data = array->data();
   nb::ndarray<> *held = array.release();
   // Released with the GIL, from whichever thread drops the last reference (as release_view).

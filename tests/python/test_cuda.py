@@ -60,6 +60,9 @@ def test_outputs_stay_on_the_device_and_cross_dlpack_with_torch():
     want = model.compile(backend="cpu").run({"x": x.cpu().numpy()})[0]
     np.testing.assert_allclose(back.cpu().numpy(), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out.to("cpu"), want, rtol=1e-4, atol=1e-5)
+    # A non-contiguous CUDA view is refused (it would have to be made contiguous on the host).
+    with pytest.raises(ValueError, match="non-contiguous CUDA tensor"):
+        compiled.run({"x": torch.randn(32, 5, device="cuda").t()})
 
 
 def built_with_cuda():
@@ -92,3 +95,28 @@ def test_lumen_cuda_0_hides_the_gpu():
         pytest.skip("Lumen was built without the CUDA backend")
     (cuda,) = devices_in_subprocess({"LUMEN_CUDA": "0"})
     assert not cuda["available"] and cuda["why_not"] == "LUMEN_CUDA=0"
+
+
+class AnnouncedAsCuda:
+    """A host array that says it is in CUDA memory: exercises the DLPack import path without a
+    GPU (the tensor made is never read)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__()
+
+
+def test_cuda_dlpack_tensors_are_wrapped_in_place_and_views_refused():
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = lumen.tensor(AnnouncedAsCuda(a))
+    assert t.device == "cuda:0" and t.shape == (4, 6) and t.dtype == "float32"
+    assert lumen.tensor(AnnouncedAsCuda(np.zeros((3, 1, 2), np.int64))).dtype == "int64"
+    with pytest.raises(ValueError, match="non-contiguous CUDA tensor"):
+        lumen.tensor(AnnouncedAsCuda(a.T))
+    with pytest.raises(BufferError, match="t.to\\('cpu'\\)"):
+        np.asarray(t)  # device memory is never read as host memory
