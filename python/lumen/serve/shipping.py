@@ -43,18 +43,20 @@ def external_files(path):
     return sorted(names)
 
 
-def _digest(folder, names):
-    """sha256 over `names` (files in `folder`) in order; None where one is missing."""
+def _digest(named_chunks):
+    """sha256 over (name, byte chunks) pairs in order: what a package and a node's files are
+    compared by."""
     h = hashlib.sha256()
-    for name in names:
-        file = os.path.join(folder, name)
-        if not os.path.isfile(file):
-            return None
+    for name, chunks in named_chunks:
         h.update(name.encode() + b"\0")
-        with open(file, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        for chunk in chunks:
+            h.update(chunk)
     return h.hexdigest()
+
+
+def _chunks(file):
+    with open(file, "rb") as f:
+        yield from iter(lambda: f.read(1 << 20), b"")
 
 
 def _check_name(name):
@@ -73,7 +75,8 @@ def model_package(path):
     for name in names:
         with open(os.path.join(folder, name), "rb") as f:
             files[name] = f.read()
-    return {"model": model, "files": files, "digest": _digest(folder, names)}
+    return {"model": model, "files": files,
+            "digest": _digest((name, [data]) for name, data in files.items())}
 
 
 def local_model(path, package):
@@ -84,7 +87,9 @@ def local_model(path, package):
         return path, None
     names = [_check_name(n) for n in package["files"]]
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.basename(path) == package["model"] and _digest(folder, names) == package["digest"]:
+    files = [os.path.join(folder, name) for name in names]
+    if (os.path.basename(path) == package["model"] and all(map(os.path.isfile, files)) and
+            _digest(zip(names, map(_chunks, files))) == package["digest"]):
         return path, None
     tmp = tempfile.TemporaryDirectory(prefix="lumen-serve-")
     for name, data in package["files"].items():
