@@ -83,12 +83,7 @@ TEST(Cuda, AnUnavailableDeviceSaysWhy) {
 TEST(Cuda, PinnedGraphRunsWithCopiesAtTheEdges) {
   SKIP_WITHOUT_CUDA();
   Graph g;
-  Value *x = g.add_input("x", {8, 32});
-  Value *h = g.add_op("gemm", {x, g.add_constant("w1", random_tensor({32, 64}, 1)),
-                               g.add_constant("b1", random_tensor({64}, 2))});
-  h = g.add_op("relu", {h});
-  h = g.add_op("matmul", {h, g.add_constant("w2", random_tensor({64, 10}, 3))});
-  g.mark_output(g.add_op("softmax", {h}, Attributes{{"axis", int64_t{-1}}}));
+  testing::add_small_mlp(g);
   Runtime gpu{RuntimeOptions{.backend = "cuda"}}, cpu{RuntimeOptions{.backend = "cpu"}};
   Executable *on_gpu = g.compile(&gpu);
   std::map<std::string, int> ops;

@@ -378,6 +378,15 @@ Tensor as_ints(const Tensor &t, DType dtype) {
   return out;
 }
 
+void add_small_mlp(Graph &g) {
+  Value *x = g.add_input("x", {8, 32});
+  Value *h = g.add_op("gemm", {x, g.add_constant("w1", random_tensor({32, 64}, 1)),
+                               g.add_constant("b1", random_tensor({64}, 2))});
+  h = g.add_op("relu", {h});
+  h = g.add_op("matmul", {h, g.add_constant("w2", random_tensor({64, 10}, 3))});
+  g.mark_output(g.add_op("softmax", {h}, Attributes{{"axis", int64_t{-1}}}));
+}
+
 void expect_kernels_match_reference(const std::string &backend,
                                     const std::vector<DType> &movement_dtypes,
                                     bool (*skip)(const Case &)) {

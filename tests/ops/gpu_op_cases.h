@@ -27,6 +27,9 @@ inline Tensor scalar(float v) {
 }
 
 std::vector<Case> gpu_op_cases();
+// Into `g`: input x [8, 32] -> gemm (bias) -> relu -> matmul -> softmax, the output: a small graph
+// every op of which a GPU backend runs (pinned-graph tests).
+void add_small_mlp(Graph &g);
 // Whether `op` only moves elements (its cases run again on integer data).
 bool is_movement(const std::string &op);
 // Float values times 1000, rounded, as int32 or int64 (distinct values, so a misplaced word shows).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/common/pool_window.h"
 #include "core/kernel.h"
 #include "graph/ops/reduce.h"
 
@@ -78,13 +79,7 @@ inline SliceLayout slice_layout(const KernelContext &ctx, const Tensor &x) {
   return s;
 }
 
-// A 2-D pooling window over `planes` planes of H x W (float32 NCHW): kernel, strides, padding at
-// both ends, dilations; a global pooling is one window over the whole plane (H = 1, W = plane).
-struct PoolWindow {
-  int64_t planes = 0, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1;
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, dh = 1, dw = 1;
-  bool count_include_pad = false;
-};
+// The pooling window of a max/avg pool node (global: the whole plane).
 inline PoolWindow pool_window(const KernelContext &ctx, bool global) {
   const Shape &x = ctx.input(0).shape(), &y = ctx.output(0).shape();
   if (ctx.outputs.size() > 1 && ctx.outputs[1])
@@ -107,6 +102,26 @@ inline PoolWindow pool_window(const KernelContext &ctx, bool global) {
   w.ph = pads[0], w.pw = pads[1], w.ph_end = pads[2], w.pw_end = pads[3];
   w.dh = dilations[0], w.dw = dilations[1];
   w.count_include_pad = ctx.attrs.get_int("count_include_pad", 0) != 0;
+  return w;
+}
+
+// Local response normalization over x [batch, channels, plane...]: the window of `size` channels
+// and its attributes.
+struct LrnWindow {
+  int64_t batch = 0, channels = 0, plane = 1, size = 0;
+  float alpha = 1e-4f, beta = 0.75f, bias = 1.f;
+};
+inline LrnWindow lrn_window(const KernelContext &ctx) {
+  const Shape &x = ctx.input(0).shape();
+  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
+  LrnWindow w;
+  w.size = ctx.attrs.get_int("size", 0);
+  if (w.size <= 0) ctx.fail("attribute 'size' must be positive");
+  w.batch = x[0], w.channels = x[1];
+  for (size_t d = 2; d < x.rank(); ++d) w.plane *= x[d];
+  w.alpha = static_cast<float>(ctx.attrs.get_float("alpha", 1e-4));
+  w.beta = static_cast<float>(ctx.attrs.get_float("beta", 0.75));
+  w.bias = static_cast<float>(ctx.attrs.get_float("bias", 1.0));
   return w;
 }
 

@@ -64,6 +64,22 @@ inline bool later_piece_reads_input0(const std::vector<fused::Step> &steps,
   return false;
 }
 
+// A kernel's chain: the node's steps and the pieces it runs them in. Fails where a piece after
+// the first reads input 0 and the (non-empty) output was planned over it (the first piece
+// overwrote it).
+struct KernelChain {
+  std::vector<fused::Step> steps;
+  std::vector<ChainPiece> pieces;
+};
+inline KernelChain kernel_chain(const KernelContext &ctx, const ChainLimits &limits) {
+  KernelChain chain{fused::decode_steps(ctx.attrs, ctx.inputs.size()), {}};
+  chain.pieces = split_chain(chain.steps, limits);
+  if (ctx.output(0).numel() > 0 && later_piece_reads_input0(chain.steps, chain.pieces) &&
+      ctx.input(0).raw_data() == ctx.output(0).raw_data())
+    ctx.fail("the chain reads input 0 after its first pass, which overwrote it");
+  return chain;
+}
+
 // A kernel's SupportsFn body: "" where the node's chain runs within `limits`, else why not.
 inline std::string chain_unsupported(const NodeQuery &node, const ChainLimits &limits) {
   try {

@@ -99,13 +99,8 @@ void conv2d(KernelContext &ctx) {
 
 template <int Mode, bool Global>
 void pool(KernelContext &ctx) {
-  const PoolWindow w = pool_window(ctx, Global);
-  PoolGeometry g;
-  g.planes = w.planes, g.H = w.H, g.W = w.W, g.OH = w.OH, g.OW = w.OW, g.KH = w.KH, g.KW = w.KW;
-  g.sh = w.sh, g.sw = w.sw, g.ph = w.ph, g.pw = w.pw, g.ph_end = w.ph_end, g.pw_end = w.pw_end;
-  g.dh = w.dh, g.dw = w.dw, g.mode = Mode, g.count_include_pad = w.count_include_pad;
-  check_launch(
-      ctx, launch_pool2d(device_data(ctx.input(0)), device_data(ctx.output(0)), g, stream_of(ctx)));
+  check_launch(ctx, launch_pool2d(device_data(ctx.input(0)), device_data(ctx.output(0)),
+                                  pool_window(ctx, Global), Mode, stream_of(ctx)));
 }
 
 }  // namespace

@@ -76,11 +76,11 @@ __global__ void resize_axis_kernel(const float *x, const int32_t *taps, float *y
   }
 }
 
-__global__ void pool2d_kernel(const float *x, float *y, PoolGeometry g) {
+__global__ void pool2d_kernel(const float *x, float *y, PoolWindow g, int mode) {
   LUMEN_GRID_LOOP(i, g.planes * g.OH * g.OW) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, plane = i / (g.OW * g.OH);
     const float *in = x + plane * g.H * g.W;
-    float acc = g.mode == 0 ? -INFINITY : 0.f;
+    float acc = mode == 0 ? -INFINITY : 0.f;
     int64_t count = 0;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
       const int64_t ih = oh * g.sh + kh * g.dh - g.ph;
@@ -88,14 +88,14 @@ __global__ void pool2d_kernel(const float *x, float *y, PoolGeometry g) {
         const int64_t iw = ow * g.sw + kw * g.dw - g.pw;
         if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) {
           const float v = in[ih * g.W + iw];
-          acc = g.mode == 0 ? ((v > acc || v != v) && acc == acc ? v : acc) : acc + v;
+          acc = mode == 0 ? ((v > acc || v != v) && acc == acc ? v : acc) : acc + v;
           ++count;
         } else if (g.count_include_pad && ih < g.H + g.ph_end && iw < g.W + g.pw_end) {
           ++count;
         }
       }
     }
-    y[i] = g.mode == 0 ? acc : (count > 0 ? acc / static_cast<float>(count) : 0.f);
+    y[i] = mode == 0 ? acc : (count > 0 ? acc / static_cast<float>(count) : 0.f);
   }
 }
 
@@ -136,10 +136,11 @@ cudaError_t launch_resize_axis(const float *x, const int32_t *taps, float *y, in
   return cudaGetLastError();
 }
 
-cudaError_t launch_pool2d(const float *x, float *y, const PoolGeometry &g, cudaStream_t stream) {
+cudaError_t launch_pool2d(const float *x, float *y, const PoolWindow &g, int mode,
+                          cudaStream_t stream) {
   const int64_t count = g.planes * g.OH * g.OW;
   if (count == 0) return cudaSuccess;
-  pool2d_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, g);
+  pool2d_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, g, mode);
   return cudaGetLastError();
 }
 

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "backends/common/pool_window.h"
+
 namespace lumen::cuda {
 
 inline constexpr int kMaxDims = 8;
@@ -103,15 +105,9 @@ cudaError_t launch_channel_epilogue(float *y, const float *bias, const float *re
                                     int64_t count, int64_t C, int64_t plane, unsigned code,
                                     float alpha, float beta, cudaStream_t stream);
 
-// 2-D pooling over `planes` planes of H x W: max (mode 0) or average (mode 1; the divisor counts
-// padding inside [0, H + ph_end) x [0, W + pw_end) where count_include_pad).
-struct PoolGeometry {
-  int64_t planes = 0, H = 0, W = 0, OH = 0, OW = 0, KH = 0, KW = 0;
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, ph_end = 0, pw_end = 0, dh = 1, dw = 1;
-  int mode = 0;
-  bool count_include_pad = false;
-};
-cudaError_t launch_pool2d(const float *x, float *y, const PoolGeometry &g, cudaStream_t stream);
+// 2-D pooling over the window's planes: max (mode 0) or average (mode 1).
+cudaError_t launch_pool2d(const float *x, float *y, const PoolWindow &g, int mode,
+                          cudaStream_t stream);
 
 // One axis of a resize: y[a, o, i] = sum over k of weight[o][k] * x[a, index[o][k], i] (or the
 // extrapolation value where the output position is extrapolated), the taps as int32 words

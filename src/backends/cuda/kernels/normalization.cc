@@ -1,6 +1,7 @@
 // Softmax and log-softmax along any axis, layer and RMS normalization (a block per row, rows.cu)
 // and local response normalization, on CUDA (float32).
 #include "backends/common/axis_layout.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/kernels/walk.h"
 
@@ -52,18 +53,10 @@ void normalize(KernelContext &ctx) {
 }
 
 void lrn(KernelContext &ctx) {
-  const Tensor &x = ctx.input(0);
-  Tensor &y = ctx.output(0);
-  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
-  const int64_t size = ctx.attrs.get_int("size", 0);
-  if (size <= 0) ctx.fail("attribute 'size' must be positive");
-  int64_t plane = 1;
-  for (size_t d = 2; d < x.rank(); ++d) plane *= x.shape()[d];
-  check_launch(ctx,
-               launch_lrn(device_data(x), device_data(y), x.shape()[0], x.shape()[1], plane, size,
-                          static_cast<float>(ctx.attrs.get_float("alpha", 1e-4)),
-                          static_cast<float>(ctx.attrs.get_float("beta", 0.75)),
-                          static_cast<float>(ctx.attrs.get_float("bias", 1.0)), stream_of(ctx)));
+  const LrnWindow w = lrn_window(ctx);
+  check_launch(
+      ctx, launch_lrn(device_data(ctx.input(0)), device_data(ctx.output(0)), w.batch, w.channels,
+                      w.plane, w.size, w.alpha, w.beta, w.bias, stream_of(ctx)));
 }
 
 // Parameters other than one value per normalized position, or a single value, stay on the CPU

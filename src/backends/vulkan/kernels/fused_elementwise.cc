@@ -62,15 +62,12 @@ std::string limits(const NodeQuery &node) {
 }
 
 void fused_elementwise(KernelContext &ctx) {
-  const std::vector<fused::Step> steps = fused::decode_steps(ctx.attrs, ctx.inputs.size());
-  const std::vector<ChainPiece> pieces = split_chain(steps, kLimits);
+  const auto [steps, pieces] = kernel_chain(ctx, kLimits);
   const Tensor &x0 = ctx.input(0);
   Tensor &y = ctx.output(0);
   const int64_t n = y.numel();
   if (n == 0) return;
   if (n > std::numeric_limits<uint32_t>::max()) ctx.fail("over 2^32 elements");
-  if (later_piece_reads_input0(steps, pieces) && x0.raw_data() == y.raw_data())
-    ctx.fail("the chain reads input 0 after its first dispatch, which overwrote it");
   const Groups g = groups_for(static_cast<uint64_t>(n));
   for (size_t p = 0; p < pieces.size(); ++p) {
     const ChainPiece &piece = pieces[p];

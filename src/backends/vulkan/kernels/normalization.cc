@@ -2,6 +2,7 @@
 // (layer_norm.comp: a workgroup per row) and local response normalization across channels
 // (lrn.comp).
 #include "backends/common/axis_layout.h"
+#include "backends/common/device_kernel_params.h"
 #include "backends/vulkan/vulkan_stream.h"
 #include "vulkan_shaders.h"
 
@@ -59,23 +60,19 @@ void layer_norm(KernelContext &ctx) {
 void lrn(KernelContext &ctx) {
   const Tensor &x = ctx.input(0);
   Tensor &y = ctx.output(0);
-  if (x.rank() < 2) ctx.fail("expects an input of rank 2 or more");
-  const int64_t size = ctx.attrs.get_int("size", 0);
-  if (size <= 0) ctx.fail("attribute 'size' must be positive");
-  int64_t plane = 1;
-  for (size_t d = 2; d < x.rank(); ++d) plane *= x.shape()[d];
+  const LrnWindow w = lrn_window(ctx);
   struct Push {
     uint32_t n, C, plane, size, x_off, y_off;
     float alpha, beta, bias;
   } push{u32(ctx, x.numel()),
-         u32(ctx, x.shape()[1]),
-         u32(ctx, plane),
-         u32(ctx, size),
+         u32(ctx, w.channels),
+         u32(ctx, w.plane),
+         u32(ctx, w.size),
          element_offset(x),
          element_offset(y),
-         static_cast<float>(ctx.attrs.get_float("alpha", 1e-4)),
-         static_cast<float>(ctx.attrs.get_float("beta", 0.75)),
-         static_cast<float>(ctx.attrs.get_float("bias", 1.0))};
+         w.alpha,
+         w.beta,
+         w.bias};
   const Groups g = groups_for(push.n);
   if (push.n) dispatch(ctx, shaders::lrn, {&x, &y}, push, g.x, g.y);
 }
